@@ -1,0 +1,86 @@
+#include "backend/cpu/cpu_features.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace ember {
+
+namespace {
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+#if defined(__clang__) || __GNUC__ >= 12
+  f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+  f.avx_vnni = __builtin_cpu_supports("avxvnni");
+#endif
+#endif
+  return f;
+}
+
+SimdLevel best_level() {
+  const CpuFeatures& f = cpu_features();
+  SimdLevel level = f.avx512 ? SimdLevel::AVX512 : f.avx2 ? SimdLevel::AVX2 : SimdLevel::Scalar;
+  if (const char* env = std::getenv("EMBER_SIMD")) {
+    SimdLevel asked = level;
+    if (std::strcmp(env, "scalar") == 0) asked = SimdLevel::Scalar;
+    if (std::strcmp(env, "avx2") == 0) asked = SimdLevel::AVX2;
+    if (std::strcmp(env, "avx512") == 0) asked = SimdLevel::AVX512;
+    if (asked < level) level = asked;
+  }
+  return level;
+}
+
+std::atomic<int>& level_slot() {
+  static std::atomic<int> slot{static_cast<int>(best_level())};
+  return slot;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+SimdLevel simd_level() { return static_cast<SimdLevel>(level_slot().load(std::memory_order_relaxed)); }
+
+void set_simd_level(SimdLevel level) {
+  const CpuFeatures& f = cpu_features();
+  SimdLevel max = f.avx512 ? SimdLevel::AVX512 : f.avx2 ? SimdLevel::AVX2 : SimdLevel::Scalar;
+  if (level > max) level = max;
+  level_slot().store(static_cast<int>(level), std::memory_order_relaxed);
+}
+
+const char* simd_level_name(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::Scalar: return "scalar";
+    case SimdLevel::AVX2: return "avx2";
+    case SimdLevel::AVX512: return "avx512";
+  }
+  return "?";
+}
+
+std::string cpu_features_string() {
+  const CpuFeatures& f = cpu_features();
+  std::string s;
+  auto add = [&](bool on, const char* name) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += name;
+  };
+  add(f.avx2, "AVX2");
+  add(f.avx512, "AVX-512");
+  add(f.avx512_vnni, "VNNI");
+  add(f.avx_vnni, "AVX-VNNI");
+  add(f.avx512_bf16, "BF16");
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace ember

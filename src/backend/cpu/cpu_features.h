@@ -1,0 +1,25 @@
+// Run-time CPU feature detection: SIMD paths are chosen from this, never at build time.
+#pragma once
+#include <string>
+
+namespace ember {
+
+enum class SimdLevel { Scalar = 0, AVX2 = 1, AVX512 = 2 };
+
+struct CpuFeatures {
+  bool avx2 = false;      // with FMA and F16C
+  bool avx512 = false;    // F, BW, VL, DQ
+  bool avx512_vnni = false;
+  bool avx512_bf16 = false;
+  bool avx_vnni = false;
+};
+
+const CpuFeatures& cpu_features();
+// The level kernels use: the best the CPU has, lowered by EMBER_SIMD=scalar|avx2|avx512
+// (for tests and benchmarks that compare paths) or by set_simd_level().
+SimdLevel simd_level();
+void set_simd_level(SimdLevel level);  // clamps to what the CPU supports
+const char* simd_level_name(SimdLevel level);
+std::string cpu_features_string();     // "AVX2 AVX-512 VNNI BF16" style, "none" when empty
+
+}  // namespace ember

@@ -1,0 +1,92 @@
+// The op contract: everything a forward pass computes goes through these functions.
+// The CPU implementation (backend/cpu/) is both the oracle (plain reference loops) and the
+// fast path (SIMD picked at run time); cuda/ implements the same contract on the device.
+//
+// Conventions (ggml's): a weight matrix W has `n` rows of `k` elements stored in its dtype
+// (quant blocks run along k); activations are f32 rows. matmul computes y = x W^T, i.e.
+// y[t][j] = sum_i x[t][i] * W[j][i], like torch.nn.functional.linear(x, W).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace ember {
+
+class ThreadPool;
+
+// A 2-D view: `rows` rows of `cols` elements of `type`, rows `row_stride` bytes apart.
+struct MatView {
+  DType type = DType::F32;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  size_t row_stride = 0;  // bytes; >= dtype_row_bytes(type, cols)
+  const void* data = nullptr;
+  const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_stride; }
+};
+
+// Mutable f32 2-D view (outputs and in-place ops). `stride` is in floats.
+struct F32Mat {
+  float* data = nullptr;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  int64_t stride = 0;
+  float* row(int64_t r) const { return data + r * stride; }
+};
+
+struct RopeParams {
+  int n_rot = 0;            // rotated dimensions per head (<= head_dim; the rest pass through)
+  bool neox = false;        // false: adjacent pairs (x[2i], x[2i+1]) as llama; true: halves (x[i], x[i+n_rot/2])
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;  // linear position scaling: theta = pos * freq_scale * base^(-2i/n_rot)
+};
+
+// One layer's view of a sequence's KV ring, as attention reads it.
+struct KVView {
+  DType k_type = DType::F16;
+  DType v_type = DType::F16;
+  const void* k = nullptr;  // n_slots rows of n_head_kv * head_dim elements of k_type
+  const void* v = nullptr;  // same layout for v_type
+  size_t k_row_bytes = 0;
+  size_t v_row_bytes = 0;
+  const int32_t* slot_pos = nullptr;  // position stored in each slot, -1 when empty
+  int64_t n_slots = 0;
+};
+
+struct AttentionParams {
+  int n_head = 0;
+  int n_head_kv = 0;        // GQA: query head h reads kv head h / (n_head / n_head_kv)
+  int head_dim = 0;
+  float scale = 1.0f;       // usually 1/sqrt(head_dim)
+  int window = 0;           // sliding window: key visible when q_pos - k_pos < window; 0 = none
+  float softcap = 0.0f;     // logit soft-cap: s = softcap * tanh(s / softcap); 0 = none
+};
+
+namespace ops {
+
+// y[t] = x[t] W^T for t < x.rows. y must hold x.rows x w.rows floats.
+void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y);
+// out[t] = table[ids[t]] converted to f32.
+void get_rows(ThreadPool& pool, const MatView& table, const int32_t* ids, int64_t n, F32Mat out);
+// y = x / sqrt(mean(x^2) + eps) * (one_plus_w ? 1 + w : w); w may be null (no weight).
+void rms_norm(ThreadPool& pool, const MatView& x, const float* w, float eps, bool one_plus_w, F32Mat y);
+// In place on x (rows = tokens, cols = n_heads * head_dim), pos[t] = position of row t.
+void rope(ThreadPool& pool, F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p);
+// Elementwise on equal shapes; b may broadcast one row over all rows of a (b.rows == 1).
+void add(ThreadPool& pool, F32Mat a, const MatView& b);   // a += b
+void mul(ThreadPool& pool, F32Mat a, const MatView& b);   // a *= b
+void scale(ThreadPool& pool, F32Mat a, float s);          // a *= s
+void softmax(ThreadPool& pool, F32Mat a);                 // row-wise, numerically stable
+// Gated units: out = act(gate) * up. SiLU(x) = x*sigmoid(x); GELU with the tanh approximation.
+void swiglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out);
+void geglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out);
+// Causal attention of q (rows = query tokens, cols = n_head * head_dim) at positions q_pos
+// over the KV ring: a key at position kp is visible to a query at qp when kp <= qp (and
+// qp - kp < window). Tiled online softmax; never materialises the full score matrix.
+void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const KVView& kv,
+               const AttentionParams& p, F32Mat out);
+// Writes one f32 row into a KV ring slot in the cache's type (quantizing as needed).
+void store_row(const float* src, int64_t n, DType type, void* dst);
+
+}  // namespace ops
+}  // namespace ember
