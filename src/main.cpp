@@ -10,6 +10,15 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
 
   ember::cli::add_inspect(app);
+  ember::cli::add_tokenize(app);
+  ember::cli::add_run(app);
+  ember::cli::add_chat(app);
+  ember::cli::add_perplexity(app);
+  ember::cli::add_bench(app);
+  ember::cli::add_bench_ops(app);
+  ember::cli::add_convert(app);
+  ember::cli::add_quantize(app);
+  ember::cli::add_synth(app);
 
   try {
     app.parse(argc, argv);

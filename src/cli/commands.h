@@ -16,5 +16,14 @@ int exit_code();
 std::string version_string();
 
 void add_inspect(CLI::App& app);
+void add_tokenize(CLI::App& app);
+void add_run(CLI::App& app);
+void add_chat(CLI::App& app);
+void add_perplexity(CLI::App& app);
+void add_bench(CLI::App& app);
+void add_bench_ops(CLI::App& app);
+void add_convert(CLI::App& app);
+void add_quantize(CLI::App& app);
+void add_synth(CLI::App& app);
 
 }  // namespace ember::cli

@@ -1,4 +1,4 @@
-// placeholder until the GGUF helper lands `ember inspect`
+// Placeholder: the `inspect` subcommand is not implemented yet (owner replaces this file).
 #include "cli/commands.h"
 namespace ember::cli {
 void add_inspect(CLI::App& app) { (void)app; }

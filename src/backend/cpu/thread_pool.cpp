@@ -1,0 +1,86 @@
+#include "backend/cpu/thread_pool.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define EMBER_CPU_RELAX() _mm_pause()
+#else
+#define EMBER_CPU_RELAX() ((void)0)
+#endif
+
+namespace ember {
+
+namespace {
+constexpr int kSpinIterations = 1 << 14;  // ~ tens of microseconds before sleeping
+}
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  workers_.reserve(n_threads_ - 1);
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+int ThreadPool::default_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+void ThreadPool::run(const std::function<void(int, int)>& fn) {
+  if (n_threads_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  job_ = &fn;
+  pending_.store(n_threads_ - 1, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  fn(0, n_threads_);
+  // Wait for the workers; they finish within the same op, so spinning is the right call.
+  while (pending_.load(std::memory_order_acquire) != 0) EMBER_CPU_RELAX();
+  job_ = nullptr;
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  int64_t max_parts = (n + grain - 1) / grain;
+  int parts = static_cast<int>(std::min<int64_t>(n_threads_, max_parts));
+  if (parts <= 1) {
+    fn(0, n);
+    return;
+  }
+  run([&](int ith, int) {
+    if (ith >= parts) return;
+    int64_t begin = n * ith / parts;
+    int64_t end = n * (ith + 1) / parts;
+    if (begin < end) fn(begin, end);
+  });
+}
+
+void ThreadPool::worker_loop(int ith) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t gen = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
+      EMBER_CPU_RELAX();
+      gen = generation_.load(std::memory_order_acquire);
+    }
+    if (gen == seen) {
+      generation_.wait(seen, std::memory_order_acquire);
+      continue;
+    }
+    seen = gen;
+    if (stop_.load(std::memory_order_acquire)) return;
+    (*job_)(ith, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace ember

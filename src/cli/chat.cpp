@@ -1,0 +1,5 @@
+// Placeholder: the `chat` subcommand is not implemented yet (owner replaces this file).
+#include "cli/commands.h"
+namespace ember::cli {
+void add_chat(CLI::App& app) { (void)app; }
+}  // namespace ember::cli

@@ -1,0 +1,5 @@
+// Placeholder: the `tokenize` subcommand is not implemented yet (owner replaces this file).
+#include "cli/commands.h"
+namespace ember::cli {
+void add_tokenize(CLI::App& app) { (void)app; }
+}  // namespace ember::cli
