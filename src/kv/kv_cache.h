@@ -68,12 +68,13 @@ class KVCache {
   void clear(int seq);              // -1 = all
   void rollback(int seq, int n);    // throws InvalidArgument when n exceeds what can be undone
 
-  // ContextPolicy::Shift: drops tokens [n_keep, n_keep + n_discard) of `seq`, moves later
-  // tokens down by n_discard positions. `rerope(layer, k_row_f32_inout, delta)` is called
-  // for every surviving K row whose position changed, with the row decoded to f32; the
-  // cache re-encodes it. Rows are rotated by -n_discard positions.
-  void shift(int seq, int n_keep, int n_discard,
-             const std::function<void(int layer, float* k_row, int delta)>& rerope_row);
+  // ContextPolicy::Shift: drops tokens [n_keep, n_keep + n_discard) of `seq` and moves the
+  // later tokens down by n_discard positions. Their K rows were rotated for the old
+  // positions, so for every layer the cache decodes the moved K rows to f32 (ops::get_rows),
+  // calls rerope(layer, rows, delta) with delta[i] = -n_discard (RoPE rotations compose:
+  // rot(p) then rot(-d) = rot(p - d)) and re-encodes them (ops::store_row).
+  using Rerope = std::function<void(int layer, F32Mat rows, const int32_t* delta)>;
+  void shift(ThreadPool& pool, int seq, int n_keep, int n_discard, const Rerope& rerope);
 
  private:
   struct Ring {
@@ -82,12 +83,14 @@ class KVCache {
     int64_t offset = 0;              // slot of token ordinal i is (i + offset) % capacity
   };
   struct SeqState {
-    int n_tokens = 0;      // tokens appended and not rolled back/discarded (ordinal of next)
-    int next_pos = 0;      // position of the next token
+    int n_tokens = 0;      // tokens held = ordinal of the next token = its position
+    int next_pos = 0;      // equals n_tokens: positions are contiguous from 0 (shift keeps it so)
+    int64_t high_water = 0;  // 1 + largest ordinal written since clear (rings lose ordinals < high_water - capacity)
   };
   Ring& ring(int layer, int seq) { return rings_[static_cast<size_t>(layer) * cfg_.n_seq + seq]; }
   const Ring& ring(int layer, int seq) const { return rings_[static_cast<size_t>(layer) * cfg_.n_seq + seq]; }
   int64_t slot_of(int layer, int seq, int64_t ordinal) const;
+  void check_seq(int seq, const char* what) const;
 
   KVCacheConfig cfg_;
   std::vector<int> capacity_;

@@ -1,0 +1,38 @@
+// How an architecture plugs in: one file per family (arch_llama.cpp, arch_qwen2.cpp, ...)
+// defines an ArchInfo: how to read its hyperparameters from GGUF metadata, which tensors it
+// binds (names, types, shapes) and its forward pass. arch_registry.cpp lists them; adding a
+// family is one new file plus one line there.
+#pragma once
+#include <memory>
+#include <string_view>
+
+#include "model/model.h"
+
+namespace ember {
+
+namespace gguf { class File; }
+class TensorBinder;
+class Step;
+
+// An architecture's bound weights and its forward pass over one ubatch.
+struct ArchModel {
+  virtual ~ArchModel() = default;
+  // Runs the ubatch held by `step` through the model: embeddings in, logits written for the
+  // rows the step asks for. Reads and writes the KV cache through the step.
+  virtual void forward(Step& step) const = 0;
+};
+
+struct ArchInfo {
+  const char* name;  // general.architecture value
+  // Fills the architecture-specific fields of hp (the common keys are already read).
+  void (*read_hparams)(const gguf::File& file, Hparams& hp);
+  // Binds every tensor (checking type and shape) and returns the ready model.
+  std::unique_ptr<ArchModel> (*bind)(TensorBinder& binder, const Hparams& hp);
+};
+
+// The architecture named `name`, or nullptr.
+const ArchInfo* find_arch(std::string_view name);
+// Comma-separated list of known names (for error messages).
+std::string known_archs();
+
+}  // namespace ember

@@ -1,0 +1,106 @@
+// gemma3: Gemma 3 text models (1B/4B/12B/27B language part).
+//
+// - Norm weights: Gemma's RMSNorm multiplies by (1 + w). llama.cpp's converter folds the 1
+//   in when writing the GGUF (Gemma3Model inherits the "norm.weight" +1 shift of the Gemma
+//   converters), so every *norm.weight in the file is already 1 + w and is applied as is.
+// - Embeddings are scaled by sqrt(n_embd).
+// - Sandwich norms: attn_norm before and post_attention_norm after attention, ffn_norm
+//   before and post_ffw_norm after the FFN; per-head attn_q_norm / attn_k_norm before RoPE.
+// - GELU(tanh)-gated FFN, neox RoPE.
+// - Layers alternate: 5 sliding-window (local) layers, then 1 global layer (llama.cpp's
+//   swa pattern 6: layer il is global when (il + 1) % 6 == 0). Local layers use
+//   rope base 10000 without scaling; global layers use rope.freq_base and rope scaling.
+// - Query scale 1/sqrt(head_dim) (27B: 1/sqrt(n_embd / n_head), query_pre_attn_scalar).
+// - Output head tied to token_embd unless output.weight exists.
+//
+// Keys:    gemma3.{context_length, embedding_length, block_count, feed_forward_length,
+//          attention.head_count, attention.head_count_kv, attention.key_length,
+//          attention.value_length, attention.layer_norm_rms_epsilon, attention.sliding_window,
+//          rope.freq_base, rope.scaling.type/factor}
+#include <cmath>
+
+#include "gguf/gguf.h"
+#include "model/arch.h"
+#include "model/hparams.h"
+#include "model/layers.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+namespace ember {
+namespace {
+
+constexpr int kSwaPattern = 6;          // every 6th layer is global
+constexpr float kLocalRopeBase = 10000.0f;
+
+struct Gemma3 final : ArchModel {
+  struct Layer {
+    const float* attn_norm;       // [n_embd]
+    AttnWeights attn;             // with q_norm/k_norm [head_dim]
+    const float* attn_post_norm;  // [n_embd]
+    const float* ffn_norm;        // [n_embd]
+    FfnWeights ffn;
+    const float* ffn_post_norm;   // [n_embd]
+  };
+  MatView tok_embd;
+  std::vector<Layer> layers;
+  const float* output_norm = nullptr;
+  MatView output;
+
+  void forward(Step& s) const override {
+    // x = token_embd[tokens] * sqrt(n_embd)
+    s.embed(tok_embd, std::sqrt(static_cast<float>(s.hp.n_embd)));
+    for (size_t il = 0; il < layers.size(); ++il) {
+      const Layer& L = layers[il];
+      // x = x + post_attn_norm(attn(attn_norm(x)))   (local or global by layer)
+      s.rms_norm(s.x, L.attn_norm, s.cur);
+      s.attention(static_cast<int>(il), L.attn, s.cur, s.out);
+      s.rms_norm(s.out, L.attn_post_norm, s.cur);
+      s.add(s.x, s.cur);
+      // x = x + post_ffw_norm(down(gelu(gate) * up)(ffn_norm(x)))
+      s.rms_norm(s.x, L.ffn_norm, s.cur);
+      s.ffn(L.ffn, Activation::GELU, s.cur, s.out);
+      s.rms_norm(s.out, L.ffn_post_norm, s.cur);
+      s.add(s.x, s.cur);
+    }
+    s.logits(output_norm, output, s.hp.final_softcap);
+  }
+};
+
+void read_hparams(const gguf::File& file, Hparams& hp) {
+  hp.rope_neox = true;
+  hp.n_swa = static_cast<int>(arch_u32(file, hp, "attention.sliding_window").value_or(0));
+  if (hp.n_swa <= 0)
+    fail(ErrorKind::Format, "{}: gemma3.attention.sliding_window is missing or zero", file.source());
+  for (int il = 0; il < hp.n_layer; ++il) hp.layer_swa[il] = (il + 1) % kSwaPattern != 0;
+  hp.rope_freq_base_swa = kLocalRopeBase;
+  hp.rope_freq_scale_swa = 1.0f;
+  // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim).
+  const bool is_27b = hp.n_layer == 62;
+  hp.attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? hp.n_embd / hp.n_head : hp.head_dim));
+  hp.final_softcap = arch_f32(file, hp, "final_logit_softcapping").value_or(0.0f);
+  hp.attn_softcap = arch_f32(file, hp, "attn_logit_softcapping").value_or(0.0f);
+}
+
+std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
+  auto m = std::make_unique<Gemma3>();
+  m->tok_embd = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
+  m->layers.resize(hp.n_layer);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    Gemma3::Layer& L = m->layers[il];
+    L.attn_norm = b.vector(blk(il, "attn_norm.weight"), hp.n_embd);
+    L.attn = bind_attention(b, hp, il, true);
+    L.attn_post_norm = b.vector(blk(il, "post_attention_norm.weight"), hp.n_embd);
+    L.ffn_norm = b.vector(blk(il, "ffn_norm.weight"), hp.n_embd);
+    L.ffn = bind_ffn(b, hp, il);
+    L.ffn_post_norm = b.vector(blk(il, "post_ffw_norm.weight"), hp.n_embd);
+  }
+  m->output_norm = b.vector("output_norm.weight", hp.n_embd);
+  m->output = bind_output(b, hp, m->tok_embd);
+  return m;
+}
+
+}  // namespace
+
+extern const ArchInfo kArchGemma3{"gemma3", read_hparams, bind};
+
+}  // namespace ember

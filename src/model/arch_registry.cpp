@@ -1,0 +1,31 @@
+// The table of architectures. Each arch_<name>.cpp defines its ArchInfo; referencing it
+// here also keeps the linker from dropping that file from the static library.
+#include <string>
+
+#include "model/arch.h"
+
+namespace ember {
+
+extern const ArchInfo kArchLlama;
+extern const ArchInfo kArchQwen2;
+extern const ArchInfo kArchQwen3;
+extern const ArchInfo kArchGemma3;
+
+static const ArchInfo* const kArchs[] = {&kArchLlama, &kArchQwen2, &kArchQwen3, &kArchGemma3};
+
+const ArchInfo* find_arch(std::string_view name) {
+  for (const ArchInfo* a : kArchs)
+    if (name == a->name) return a;
+  return nullptr;
+}
+
+std::string known_archs() {
+  std::string s;
+  for (const ArchInfo* a : kArchs) {
+    if (!s.empty()) s += ", ";
+    s += a->name;
+  }
+  return s;
+}
+
+}  // namespace ember

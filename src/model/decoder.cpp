@@ -1,0 +1,42 @@
+#include "model/decoder.h"
+
+#include "gguf/gguf.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+namespace ember {
+
+void PreNormDecoder::forward(Step& s) const {
+  s.embed(tok_embd, 1.0f);
+  for (size_t il = 0; il < layers.size(); ++il) {
+    const Layer& L = layers[il];
+    // x = x + attn(rms_norm(x) * attn_norm)
+    s.rms_norm(s.x, L.attn_norm, s.cur);
+    s.attention(static_cast<int>(il), L.attn, s.cur, s.out);
+    s.add(s.x, s.out);
+    // x = x + ffn(rms_norm(x) * ffn_norm),  ffn = down(silu(gate) * up)
+    s.rms_norm(s.x, L.ffn_norm, s.cur);
+    s.ffn(L.ffn, Activation::SiLU, s.cur, s.out);
+    s.add(s.x, s.out);
+  }
+  // logits = output(rms_norm(x) * output_norm)
+  s.logits(output_norm, output, s.hp.final_softcap);
+}
+
+std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp, bool qk_norm) {
+  auto m = std::make_unique<PreNormDecoder>();
+  m->tok_embd = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
+  m->layers.resize(hp.n_layer);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    PreNormDecoder::Layer& L = m->layers[il];
+    L.attn_norm = b.vector(blk(il, "attn_norm.weight"), hp.n_embd);
+    L.attn = bind_attention(b, hp, il, qk_norm);
+    L.ffn_norm = b.vector(blk(il, "ffn_norm.weight"), hp.n_embd);
+    L.ffn = bind_ffn(b, hp, il);
+  }
+  m->output_norm = b.vector("output_norm.weight", hp.n_embd);
+  m->output = bind_output(b, hp, m->tok_embd);
+  return m;
+}
+
+}  // namespace ember

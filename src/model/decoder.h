@@ -1,0 +1,33 @@
+// The Llama-style pre-norm decoder that llama, qwen2 and qwen3 share: their files differ in
+// metadata, RoPE style and which optional tensors exist (biases, q/k norms), not in the
+// order of operations, which this file spells out once.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "model/arch.h"
+#include "model/layers.h"
+
+namespace ember {
+
+struct PreNormDecoder final : ArchModel {
+  struct Layer {
+    const float* attn_norm = nullptr;  // [n_embd]
+    AttnWeights attn;
+    const float* ffn_norm = nullptr;   // [n_embd]
+    FfnWeights ffn;
+  };
+  MatView tok_embd;                    // [n_embd x n_vocab]
+  std::vector<Layer> layers;
+  const float* output_norm = nullptr;  // [n_embd]
+  MatView output;                      // [n_embd x n_vocab], token_embd when tied
+
+  void forward(Step& s) const override;
+};
+
+// Binds token_embd, per-layer attn_norm/attention/ffn_norm/ffn, output_norm and output
+// (tied when absent). `qk_norm` requires attn_{q,k}_norm. Rejects tensors that would
+// change the computation but are not implemented (MoE routers, Llama 3.1 rope_freqs).
+std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp, bool qk_norm);
+
+}  // namespace ember

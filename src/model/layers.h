@@ -1,0 +1,98 @@
+// The building blocks architectures are assembled from: the tensors of an attention block
+// and a gated FFN (with their binding), and Step, one ubatch in flight, whose methods are
+// the forward pass's vocabulary (embed, rms_norm, attention, ffn, add, logits). All buffers
+// are planned once per Context (StepBuffers); a step only takes views of them.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend/ops.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+
+namespace ember {
+
+class TensorBinder;
+
+struct AttnWeights {
+  MatView wq, wk, wv, wo;              // [n_embd -> n_head*head_dim], [-> n_kv*head_dim] x2, [n_head*head_dim_v -> n_embd]
+  const float* bq = nullptr;           // optional biases (qwen2), [n_head*head_dim] ...
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* bo = nullptr;           // [n_embd]
+  const float* q_norm = nullptr;       // optional per-head RMS norms (qwen3, gemma3), [head_dim]
+  const float* k_norm = nullptr;
+};
+
+struct FfnWeights {
+  MatView gate, up, down;              // [n_embd -> n_ff] x2, [n_ff -> n_embd]
+  int n_ff = 0;
+};
+
+enum class Activation { SiLU, GELU };  // gated: act(gate) * up
+
+// Binds blk.<il>.attn_{q,k,v,output}.weight with optional .bias and, when `qk_norm`,
+// the required attn_{q,k}_norm.weight.
+AttnWeights bind_attention(TensorBinder& b, const Hparams& hp, int il, bool qk_norm);
+// Binds blk.<il>.ffn_{gate,up,down}.weight.
+FfnWeights bind_ffn(TensorBinder& b, const Hparams& hp, int il);
+// output.weight, or the token embedding when the head is tied (absent output.weight).
+MatView bind_output(TensorBinder& b, const Hparams& hp, const MatView& tok_embd);
+
+// Activation and bookkeeping memory for one ubatch of up to n_ubatch tokens.
+struct StepBuffers {
+  void plan(const Hparams& hp, int n_ubatch);
+  static size_t bytes_for(const Hparams& hp, int n_ubatch);  // what plan() allocates
+
+  int n_ubatch = 0;
+  std::vector<float> x, cur, out, q, k, v, q_normed, k_normed, attn, gate, up, act, out_x;
+  std::vector<KVCache::Slot> slots;    // KV slot of each token
+  std::vector<int32_t> out_rows;       // rows whose logits are wanted
+};
+
+class Step {
+ public:
+  Step(const Hparams& hp, ThreadPool& pool, KVCache& kv, StepBuffers& buf, int n_tokens, const int32_t* tokens,
+       const int32_t* pos, const int32_t* seq, int n_out, float* logits);
+
+  const Hparams& hp;
+  F32Mat x;    // residual stream, n_tokens x n_embd
+  F32Mat cur;  // normalised input of a block, n_tokens x n_embd
+  F32Mat out;  // a block's output before the residual add, n_tokens x n_embd
+
+  // x = tok_embd[tokens] * scale
+  void embed(const MatView& tok_embd, float scale);
+  // dst = in / rms(in) * w  (w as the GGUF stores it; Gemma's 1 + w is folded in by its converter)
+  void rms_norm(F32Mat in, const float* w, F32Mat dst);
+  // dst = attention block of layer il over in (projections, biases, q/k norms, RoPE, KV
+  // store, causal attention per sequence, output projection)
+  void attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst);
+  // dst = down(act(gate(in)) * up(in))
+  void ffn(const FfnWeights& w, Activation act, F32Mat in, F32Mat dst);
+  // a += b
+  void add(F32Mat a, F32Mat b);
+  // logits of the wanted rows of x: output(rms_norm(x, norm_w)), optionally soft-capped
+  void logits(const float* norm_w, const MatView& output, float softcap);
+
+ private:
+  F32Mat mat(std::vector<float>& v, int64_t cols) const;
+  ThreadPool& pool_;
+  KVCache& kv_;
+  StepBuffers& buf_;
+  int n_;
+  const int32_t* tokens_;
+  const int32_t* pos_;
+  const int32_t* seq_;
+  int n_out_;
+  float* logits_;
+};
+
+// A read-only matrix view of an f32 matrix (input of matmul and friends).
+inline MatView as_view(const F32Mat& m) {
+  return MatView{DType::F32, m.cols, m.rows, static_cast<size_t>(m.stride) * sizeof(float), m.data};
+}
+
+// RoPE parameters of layer il (sliding-window layers may use their own base).
+RopeParams rope_params(const Hparams& hp, int il);
+
+}  // namespace ember

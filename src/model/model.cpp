@@ -1,0 +1,63 @@
+#include "model/model.h"
+
+#include <cstdio>
+#include <fmt/format.h>
+#include <map>
+
+#include "gguf/gguf.h"
+#include "model/arch.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+#include "util/error.h"
+
+namespace ember {
+
+Model::~Model() = default;
+
+int Batch::n_outputs() const {
+  int n = 0;
+  for (uint8_t w : want_logits) n += w != 0;
+  return n;
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = std::make_unique<gguf::File>(gguf::File::open(path));
+  const gguf::File& file = *m->file_;
+
+  const std::string arch(file.get_string("general.architecture"));
+  const ArchInfo* info = find_arch(arch);
+  if (!info)
+    fail(ErrorKind::Unsupported, "{}: architecture '{}' is not supported (known: {})", path, arch, known_archs());
+  m->hp_.arch = arch;
+  read_common_hparams(file, m->hp_);
+  info->read_hparams(file, m->hp_);
+
+  // Weights stay in the mapping: the views point straight into the file (zero copy).
+  TensorBinder binder(file);
+  m->arch_ = info->bind(binder, m->hp_);
+  for (const gguf::TensorInfo& t : file.tensors()) m->weight_bytes_ += t.nbytes;
+  if (opts.progress) opts.progress(1.0f);
+  if (opts.print_plan) {
+    const Hparams& hp = m->hp_;
+    std::fprintf(stderr, "model: %s '%s', %d layers, n_embd %d, heads %d/%d x %d, n_ff %d, vocab %d, %.1f MiB of weights (mmap)\n",
+                 hp.arch.c_str(), hp.name.c_str(), hp.n_layer, hp.n_embd, hp.n_head, hp.n_head_kv, hp.head_dim,
+                 hp.n_ff[0], hp.n_vocab, m->weight_bytes_ / 1048576.0);
+  }
+  return m;
+}
+
+std::string Model::describe() const {
+  std::map<std::string, std::pair<int, uint64_t>> by_type;
+  for (const gguf::TensorInfo& t : file_->tensors()) {
+    auto& e = by_type[dtype_name(t.type)];
+    e.first += 1;
+    e.second += t.nbytes;
+  }
+  std::string s;
+  for (const auto& [name, e] : by_type)
+    s += fmt::format("{}: {} tensors, {:.1f} MiB\n", name, e.first, e.second / 1048576.0);
+  return s;
+}
+
+}  // namespace ember

@@ -1,0 +1,72 @@
+#include "model/weights.h"
+
+#include <fmt/format.h>
+
+#include "gguf/gguf.h"
+#include "util/error.h"
+
+namespace ember {
+
+std::string blk(int il, const char* suffix) { return fmt::format("blk.{}.{}", il, suffix); }
+
+bool weight_type_supported(DType type) {
+  switch (type) {
+    case DType::F32: case DType::F16: case DType::BF16:
+    case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0:
+    case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+static std::string shape_str(const gguf::TensorInfo& t) {
+  std::string s;
+  for (int d = 0; d < t.n_dims; ++d) s += (d ? "x" : "") + std::to_string(t.ne[d]);
+  return s.empty() ? "scalar" : s;
+}
+
+const gguf::TensorInfo* TensorBinder::lookup(const std::string& name, bool required) {
+  const gguf::TensorInfo* t = file_.find_tensor(name);
+  if (!t && required) fail(ErrorKind::Format, "{}: required tensor {} is missing", file_.source(), name);
+  if (t) ++n_bound_;
+  return t;
+}
+
+MatView TensorBinder::matrix_optional(const std::string& name, int64_t cols, int64_t rows) {
+  const gguf::TensorInfo* t = file_.find_tensor(name);
+  if (!t) return MatView{};
+  return matrix(name, cols, rows);
+}
+
+MatView TensorBinder::matrix(const std::string& name, int64_t cols, int64_t rows) {
+  const gguf::TensorInfo* t = lookup(name, true);
+  const bool ok = t->ne[0] == cols && t->ne[1] == rows && t->ne[2] == 1 && t->ne[3] == 1;
+  if (!ok)
+    fail(ErrorKind::Format, "tensor {}: expected {}x{}, file has {}", name, cols, rows, shape_str(*t));
+  if (!weight_type_supported(t->type))
+    fail(ErrorKind::Unsupported, "tensor {}: type {} is not supported for weight matrices", name,
+         dtype_name(t->type));
+  if (cols % dtype_size(t->type).block_size != 0)
+    fail(ErrorKind::Format, "tensor {}: row of {} elements is not a whole number of {} blocks", name, cols,
+         dtype_name(t->type));
+  return MatView{t->type, cols, rows, dtype_row_bytes(t->type, cols), t->data};
+}
+
+const float* TensorBinder::vector_optional(const std::string& name, int64_t n) {
+  if (!file_.find_tensor(name)) return nullptr;
+  return vector(name, n);
+}
+
+const float* TensorBinder::vector(const std::string& name, int64_t n) {
+  const gguf::TensorInfo* t = lookup(name, true);
+  if (t->n_elements() != n || t->ne[0] != n)
+    fail(ErrorKind::Format, "tensor {}: expected {}, file has {}", name, n, shape_str(*t));
+  if (t->type != DType::F32)
+    fail(ErrorKind::Unsupported, "tensor {}: expected type F32, file has {}", name, dtype_name(t->type));
+  if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)
+    fail(ErrorKind::Format, "tensor {}: data is not 4-byte aligned", name);
+  return reinterpret_cast<const float*>(t->data);
+}
+
+}  // namespace ember

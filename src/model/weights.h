@@ -1,0 +1,41 @@
+// Binding GGUF tensors to an architecture's weights: each lookup states the shape the
+// architecture expects (ggml order: ne[0] = row length) and the type family, and fails
+// with one line naming the tensor, the expectation and what the file has.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "backend/ops.h"
+
+namespace ember {
+
+namespace gguf { class File; struct TensorInfo; }
+
+class TensorBinder {
+ public:
+  explicit TensorBinder(const gguf::File& file) : file_(file) {}
+
+  // A weight matrix of `rows` rows of `cols` elements (GGUF shape [cols, rows]) in any
+  // type the matmul/get_rows ops compute with. Throws Format when missing or mismatched.
+  MatView matrix(const std::string& name, int64_t cols, int64_t rows);
+  // Same, but returns a view with data == nullptr when the tensor is absent.
+  MatView matrix_optional(const std::string& name, int64_t cols, int64_t rows);
+  // A 1-D f32 vector of n elements (norm weights, biases).
+  const float* vector(const std::string& name, int64_t n);
+  const float* vector_optional(const std::string& name, int64_t n);
+
+  int bound() const { return n_bound_; }
+
+ private:
+  const gguf::TensorInfo* lookup(const std::string& name, bool required);
+  const gguf::File& file_;
+  int n_bound_ = 0;
+};
+
+// "blk.<il>.<suffix>": per-layer tensor names as llama.cpp writes them.
+std::string blk(int il, const char* suffix);
+
+// True for weight types ember's ops compute with.
+bool weight_type_supported(DType type);
+
+}  // namespace ember
