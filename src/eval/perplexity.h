@@ -1,0 +1,46 @@
+// Perplexity and KL divergence over a token stream, the llama.cpp way (see chunk_plan.h):
+// each chunk runs from an empty KV cache, fed to the model in batches of at most n_batch
+// tokens, and the logits of the scored second half are turned into statistics.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "eval/chunk_plan.h"
+#include "eval/kld_stats.h"
+#include "eval/logprob_store.h"
+#include "eval/nll_stats.h"
+
+namespace ember {
+class Context;
+}
+
+namespace ember::eval {
+
+struct EvalOptions {
+  int n_batch = 2048;     // tokens per decode() call (a chunk needs ceil(n_ctx / n_batch) calls)
+  bool add_bos = false;   // the vocabulary adds BOS: each chunk starts with `bos`
+  int32_t bos = -1;
+  bool progress = true;   // progress line with ETA on stderr
+};
+
+// Runs chunk `c` of `tokens` and fills `rows` with the scored_per_chunk() x n_vocab logits
+// predicting tokens first+1 .. n_ctx-1 of the chunk.
+void eval_chunk(Context& ctx, std::span<const int32_t> tokens, const ChunkPlan& plan, int c,
+                const EvalOptions& opt, std::vector<float>& rows);
+
+// Called after each chunk with the chunk number (1-based) and the running statistics.
+using PerplexityChunkFn = std::function<void(int chunk, const NllStats& running)>;
+
+// Perplexity of `tokens`. With `base_out` the base model's records for KL divergence are
+// written too (one per scored position, in order).
+NllStats perplexity(Context& ctx, std::span<const int32_t> tokens, const ChunkPlan& plan, const EvalOptions& opt,
+                    const PerplexityChunkFn& on_chunk, LogProbWriter* base_out = nullptr, uint32_t top_k = 0);
+
+// KL divergence of the context's model against the stored base, over the stored tokens.
+using KldChunkFn = std::function<void(int chunk, const KldAccumulator& running)>;
+KldAccumulator kl_divergence(Context& ctx, const LogProbReader& base, const EvalOptions& opt, const KldChunkFn& on_chunk);
+
+}  // namespace ember::eval
