@@ -1,0 +1,320 @@
+// Causal attention over a KV ring, FlashAttention-style: for each KV head, a tile of query
+// rows (the tokens of a query tile times the query heads that share this KV head, so GQA
+// reads K/V once per group) walks the ring in tiles of kKeyTile keys, keeping a running max
+// m, running sum l and unnormalised output acc per row (online softmax):
+//   m' = max(m, max_j s_j);  acc = acc * e^(m - m') + sum_j e^(s_j - m') v_j;  l likewise
+// so no score matrix larger than rows x kKeyTile ever exists. K and V tiles are decoded from
+// the cache type into a small f32 buffer (f32 caches are read in place).
+//
+// Work items are (KV head, query tile, key split). Decode has one query row per head, so with
+// few KV heads the ring is split across threads (flash-decoding); each split leaves its
+// (m, l, acc) and a final pass merges them. Key tiles whose positions cannot be visible to
+// any query of the tile (future keys in prefill, keys behind the window, empty slots) are
+// skipped; tiles visible to every query skip the per-element mask.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <tuple>
+#include <vector>
+
+#include "backend/cpu/attention_kernels.h"
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/op_checks.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace ember {
+namespace attn {
+
+void check_args(const MatView& q, const int32_t* q_pos, const KVView& kv, const AttentionParams& p,
+                const F32Mat& out) {
+  const char* op = "attention";
+  if (p.n_head <= 0 || p.n_head_kv <= 0 || p.head_dim <= 0 || p.n_head % p.n_head_kv != 0)
+    fail(ErrorKind::InvalidArgument, "attention: {} query heads cannot share {} KV heads (head_dim {})", p.n_head,
+         p.n_head_kv, p.head_dim);
+  if (p.window < 0 || p.softcap < 0.0f)
+    fail(ErrorKind::InvalidArgument, "attention: window {} and softcap {} must not be negative", p.window,
+         p.softcap);
+  ops::detail::require_f32(q, op, "q");
+  ops::detail::require_valid(out, op, "out");
+  const int64_t q_cols = static_cast<int64_t>(p.n_head) * p.head_dim;
+  ops::detail::require_shape(q.rows, q.cols, q.rows, q_cols, op, "q");
+  ops::detail::require_shape(out.rows, out.cols, q.rows, q_cols, op, "out");
+  if (q.rows > 0 && q_pos == nullptr) fail(ErrorKind::InvalidArgument, "attention: query positions missing");
+  const int64_t kv_cols = static_cast<int64_t>(p.n_head_kv) * p.head_dim;
+  for (auto [type, row_bytes, data, name] : {std::tuple{kv.k_type, kv.k_row_bytes, kv.k, "K"},
+                                             std::tuple{kv.v_type, kv.v_row_bytes, kv.v, "V"}}) {
+    if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
+      fail(ErrorKind::InvalidArgument, "attention: {} cache type {} is not one of f32, f16, q8_0, q4_0", name,
+           dtype_name(type));
+    if (kv_cols % dtype_size(type).block_size != 0)
+      fail(ErrorKind::InvalidArgument, "attention: {} row of {} elements is not whole {} blocks", name, kv_cols,
+           dtype_name(type));
+    if (row_bytes < dtype_row_bytes(type, kv_cols))
+      fail(ErrorKind::InvalidArgument, "attention: {} row stride {} bytes is below the {} a row needs", name,
+           row_bytes, dtype_row_bytes(type, kv_cols));
+    if (kv.n_slots > 0 && data == nullptr) fail(ErrorKind::InvalidArgument, "attention: {} cache has no data", name);
+  }
+  if (kv.n_slots < 0 || (kv.n_slots > 0 && kv.slot_pos == nullptr))
+    fail(ErrorKind::InvalidArgument, "attention: {} slots without slot positions", kv.n_slots);
+}
+
+}  // namespace attn
+
+namespace ops {
+namespace {
+
+constexpr int kKeyTile = 32;        // keys per tile: a 32 x 128 f32 K tile is 16 KiB (L1)
+constexpr int kQueryRows = 32;      // query rows per work item (tokens x heads of a group)
+constexpr int kMinTilesPerSplit = 4;
+
+// Positions held by one key tile, to skip tiles no query of a query tile can see.
+struct KeyTileSpan {
+  int32_t min_pos = std::numeric_limits<int32_t>::max();
+  int32_t max_pos = -1;  // -1: the tile holds no key
+  bool all_filled = true;
+};
+
+struct Plan {
+  const MatView* q;
+  const int32_t* q_pos;
+  const KVView* kv;
+  const AttentionParams* p;
+  const attn::Kernels* kern;
+  F32Mat out;
+  int group;          // query heads per KV head
+  int tokens;         // tokens per query tile
+  int64_t n_qtiles;
+  int64_t n_ktiles;
+  int splits;         // key splits per (KV head, query tile)
+  std::vector<KeyTileSpan> spans;
+  std::vector<float> partial;  // splits > 1: per (split, token, head): m, l, acc[head_dim]
+
+  int64_t items() const { return static_cast<int64_t>(p->n_head_kv) * n_qtiles * splits; }
+  size_t partial_stride() const { return static_cast<size_t>(p->head_dim) + 2; }
+  float* partial_at(int split, int64_t t, int h) {
+    return partial.data() + ((static_cast<size_t>(split) * q->rows + t) * p->n_head + h) * partial_stride();
+  }
+};
+
+// Per-thread buffers, reused across calls (the pool's threads are persistent).
+struct Scratch {
+  std::vector<float> q, s, k, v, acc, m, l, segment;
+  std::vector<const float*> k_rows, v_rows;
+  void reserve(int rows, int d, int block) {
+    auto grow = [](std::vector<float>& b, size_t n) {
+      if (b.size() < n) b.resize(n);
+    };
+    grow(q, static_cast<size_t>(rows) * d);
+    grow(acc, static_cast<size_t>(rows) * d);
+    grow(s, static_cast<size_t>(rows) * kKeyTile);
+    grow(k, static_cast<size_t>(kKeyTile) * d);
+    grow(v, static_cast<size_t>(kKeyTile) * d);
+    grow(m, rows);
+    grow(l, rows);
+    grow(segment, static_cast<size_t>(d) + 2 * block);
+    k_rows.resize(kKeyTile);
+    v_rows.resize(kKeyTile);
+  }
+};
+
+// Head g's elements of a cache row as f32: in place for f32 caches, else decoded into dst.
+// A head that does not start and end on block boundaries (head_dim 16 with q8_0) decodes
+// the covering blocks into `segment` and copies its part.
+const float* head_of_row(const attn::Kernels& kern, DType type, const uint8_t* row, int64_t begin, int d,
+                         float* dst, float* segment) {
+  if (type == DType::F32) return reinterpret_cast<const float*>(row) + begin;
+  const int64_t bs = dtype_size(type).block_size;
+  if (begin % bs == 0 && d % bs == 0) {
+    kern.to_f32(type, row + dtype_row_bytes(type, begin), dst, d);
+    return dst;
+  }
+  const int64_t first = begin / bs * bs;
+  const int64_t last = (begin + d + bs - 1) / bs * bs;
+  kern.to_f32(type, row + dtype_row_bytes(type, first), segment, last - first);
+  std::memcpy(dst, segment + (begin - first), static_cast<size_t>(d) * sizeof(float));
+  return dst;
+}
+
+void run_item(Plan& plan, int64_t item, Scratch& sc) {
+  const AttentionParams& p = *plan.p;
+  const KVView& kv = *plan.kv;
+  const attn::Kernels& kern = *plan.kern;
+  const int d = p.head_dim;
+  const int split = static_cast<int>(item % plan.splits);
+  const int64_t qtile = item / plan.splits % plan.n_qtiles;
+  const int g = static_cast<int>(item / plan.splits / plan.n_qtiles);
+  const int64_t t0 = qtile * plan.tokens;
+  const int nt = static_cast<int>(std::min<int64_t>(plan.tokens, plan.q->rows - t0));
+  const int rows = nt * plan.group;  // row r: token t0 + r / group, head g * group + r % group
+  sc.reserve(rows, d, QK8_0);
+
+  int32_t q_min = std::numeric_limits<int32_t>::max(), q_max = std::numeric_limits<int32_t>::min();
+  for (int r = 0; r < rows; ++r) {
+    const int64_t t = t0 + r / plan.group;
+    const int h = g * plan.group + r % plan.group;
+    const float* src = reinterpret_cast<const float*>(plan.q->row(t)) + static_cast<int64_t>(h) * d;
+    for (int x = 0; x < d; ++x) sc.q[static_cast<size_t>(r) * d + x] = src[x] * p.scale;
+    q_min = std::min(q_min, plan.q_pos[t]);
+    q_max = std::max(q_max, plan.q_pos[t]);
+  }
+  std::fill_n(sc.acc.begin(), static_cast<size_t>(rows) * d, 0.0f);
+  std::fill_n(sc.m.begin(), rows, -std::numeric_limits<float>::infinity());
+  std::fill_n(sc.l.begin(), rows, 0.0f);
+
+  const int64_t kt_begin = plan.n_ktiles * split / plan.splits;
+  const int64_t kt_end = plan.n_ktiles * (split + 1) / plan.splits;
+  const int64_t head_begin = static_cast<int64_t>(g) * d;
+  for (int64_t kt = kt_begin; kt < kt_end; ++kt) {
+    const KeyTileSpan& span = plan.spans[kt];
+    if (span.max_pos < 0 || span.min_pos > q_max) continue;
+    if (p.window > 0 && static_cast<int64_t>(q_min) - span.max_pos >= p.window) continue;
+    const int64_t j0 = kt * kKeyTile;
+    const int nk = static_cast<int>(std::min<int64_t>(kKeyTile, kv.n_slots - j0));
+
+    for (int j = 0; j < nk; ++j) {
+      const uint8_t* krow = static_cast<const uint8_t*>(kv.k) + (j0 + j) * kv.k_row_bytes;
+      sc.k_rows[j] = head_of_row(kern, kv.k_type, krow, head_begin, d, sc.k.data() + static_cast<size_t>(j) * d,
+                                 sc.segment.data());
+    }
+    float* s = sc.s.data();
+    kern.scores(sc.q.data(), rows, sc.k_rows.data(), nk, d, s, kKeyTile);
+    if (p.softcap > 0.0f)
+      for (int r = 0; r < rows; ++r) kern.softcap(s + r * kKeyTile, nk, p.softcap);
+    const bool all_visible = span.all_filled && span.max_pos <= q_min &&
+                             (p.window <= 0 || static_cast<int64_t>(q_max) - span.min_pos < p.window);
+    if (!all_visible)
+      for (int r = 0; r < rows; ++r) {
+        const int32_t qp = plan.q_pos[t0 + r / plan.group];
+        for (int j = 0; j < nk; ++j)
+          if (!attn::key_visible(qp, kv.slot_pos[j0 + j], p.window))
+            s[r * kKeyTile + j] = -std::numeric_limits<float>::infinity();
+      }
+
+    // Online softmax: rescale what was accumulated when the running max grows.
+    bool any_row = false;
+    for (int r = 0; r < rows; ++r) {
+      float* sr = s + r * kKeyTile;
+      const float tile_max = *std::max_element(sr, sr + nk);
+      if (tile_max == -std::numeric_limits<float>::infinity()) {
+        std::fill_n(sr, nk, 0.0f);
+        continue;
+      }
+      any_row = true;
+      const float m_new = std::max(sc.m[r], tile_max);
+      const float correction = std::exp(sc.m[r] - m_new);  // 0 on the first visible tile
+      sc.l[r] = sc.l[r] * correction + kern.exp_sum(sr, nk, m_new);
+      if (correction != 1.0f) {
+        float* a = sc.acc.data() + static_cast<size_t>(r) * d;
+        for (int x = 0; x < d; ++x) a[x] *= correction;
+      }
+      sc.m[r] = m_new;
+    }
+    if (!any_row) continue;
+
+    for (int j = 0; j < nk; ++j) {
+      const uint8_t* vrow = static_cast<const uint8_t*>(kv.v) + (j0 + j) * kv.v_row_bytes;
+      sc.v_rows[j] = head_of_row(kern, kv.v_type, vrow, head_begin, d, sc.v.data() + static_cast<size_t>(j) * d,
+                                 sc.segment.data());
+    }
+    kern.accumulate(s, kKeyTile, rows, sc.v_rows.data(), nk, d, sc.acc.data());
+  }
+
+  for (int r = 0; r < rows; ++r) {
+    const int64_t t = t0 + r / plan.group;
+    const int h = g * plan.group + r % plan.group;
+    const float* a = sc.acc.data() + static_cast<size_t>(r) * d;
+    if (plan.splits == 1) {
+      float* dst = plan.out.row(t) + static_cast<int64_t>(h) * d;
+      const float inv = sc.l[r] > 0.0f ? 1.0f / sc.l[r] : 0.0f;  // no visible key: zeros
+      for (int x = 0; x < d; ++x) dst[x] = a[x] * inv;
+    } else {
+      float* part = plan.partial_at(split, t, h);
+      part[0] = sc.m[r];
+      part[1] = sc.l[r];
+      std::memcpy(part + 2, a, static_cast<size_t>(d) * sizeof(float));
+    }
+  }
+}
+
+// out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M), M = max_s m_s.
+void merge_splits(ThreadPool& pool, Plan& plan) {
+  const int d = plan.p->head_dim;
+  const int64_t n = plan.q->rows * plan.p->n_head;
+  pool.parallel_for(n, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / plan.p->n_head;
+      const int h = static_cast<int>(i % plan.p->n_head);
+      float m = -std::numeric_limits<float>::infinity();
+      for (int s = 0; s < plan.splits; ++s) m = std::max(m, plan.partial_at(s, t, h)[0]);
+      float* dst = plan.out.row(t) + static_cast<int64_t>(h) * d;
+      std::fill_n(dst, d, 0.0f);
+      if (m == -std::numeric_limits<float>::infinity()) continue;
+      float l = 0.0f;
+      for (int s = 0; s < plan.splits; ++s) {
+        const float* part = plan.partial_at(s, t, h);
+        if (part[1] == 0.0f) continue;
+        const float w = std::exp(part[0] - m);
+        l += part[1] * w;
+        for (int x = 0; x < d; ++x) dst[x] += part[2 + x] * w;
+      }
+      const float inv = 1.0f / l;
+      for (int x = 0; x < d; ++x) dst[x] *= inv;
+    }
+  });
+}
+
+}  // namespace
+
+void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const KVView& kv, const AttentionParams& p,
+               F32Mat out) {
+  attn::check_args(q, q_pos, kv, p, out);
+  if (q.rows == 0) return;
+  Plan plan{};
+  plan.q = &q;
+  plan.q_pos = q_pos;
+  plan.kv = &kv;
+  plan.p = &p;
+  plan.kern = simd_level() >= SimdLevel::AVX2 ? &attn::avx2_kernels() : &attn::scalar_kernels();
+  plan.out = out;
+  plan.group = p.n_head / p.n_head_kv;
+  plan.tokens = static_cast<int>(std::clamp<int64_t>(kQueryRows / plan.group, 1, q.rows));
+  plan.n_qtiles = (q.rows + plan.tokens - 1) / plan.tokens;
+  plan.n_ktiles = (kv.n_slots + kKeyTile - 1) / kKeyTile;
+
+  plan.spans.resize(static_cast<size_t>(plan.n_ktiles));
+  for (int64_t j = 0; j < kv.n_slots; ++j) {
+    KeyTileSpan& span = plan.spans[j / kKeyTile];
+    const int32_t pos = kv.slot_pos[j];
+    if (pos < 0) {
+      span.all_filled = false;
+      continue;
+    }
+    span.min_pos = std::min(span.min_pos, pos);
+    span.max_pos = std::max(span.max_pos, pos);
+  }
+
+  // Enough items to keep every thread busy: split the ring when heads x query tiles is few.
+  const int64_t base_items = static_cast<int64_t>(p.n_head_kv) * plan.n_qtiles;
+  const int64_t want_items = pool.size() > 1 ? 4 * static_cast<int64_t>(pool.size()) : 1;
+  plan.splits = 1;
+  if (base_items < want_items) {
+    const int64_t by_threads = (want_items + base_items - 1) / base_items;
+    plan.splits = static_cast<int>(std::max<int64_t>(1, std::min(by_threads, plan.n_ktiles / kMinTilesPerSplit)));
+  }
+  if (plan.splits > 1) plan.partial.resize(static_cast<size_t>(plan.splits) * q.rows * p.n_head * plan.partial_stride());
+
+  std::atomic<int64_t> next{0};
+  const int64_t n_items = plan.items();
+  pool.run([&](int, int) {
+    thread_local Scratch scratch;
+    for (int64_t item = next.fetch_add(1, std::memory_order_relaxed); item < n_items;
+         item = next.fetch_add(1, std::memory_order_relaxed))
+      run_item(plan, item, scratch);
+  });
+  if (plan.splits > 1) merge_splits(pool, plan);
+}
+
+}  // namespace ops
+}  // namespace ember

@@ -1,0 +1,79 @@
+// Rotary position embedding, in place on rows of n_heads * head_dim.
+//   theta_i = pos * freq_scale * freq_base^(-2i / n_rot),  i < n_rot / 2
+//   adjacent pairs (llama / GGUF "norm" rope): (x[2i], x[2i+1]) rotated by theta_i
+//   half-split (neox: qwen2, gemma ...):      (x[i], x[i + n_rot/2]) rotated by theta_i
+// Dimensions n_rot .. head_dim pass through (partial rotary). Positions may be negative:
+// rotations compose, which the KV cache's context shift relies on.
+// Angles are formed in double: at position 32k an f32 angle is already off by ~1e-3 rad.
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/op_checks.h"
+#include "backend/cpu/ops_reference.h"
+#include "backend/cpu/thread_pool.h"
+
+namespace ember::ops {
+namespace {
+
+void check_args(const F32Mat& x, int head_dim, const int32_t* pos, const RopeParams& p) {
+  detail::require_valid(x, "rope", "x");
+  if (head_dim <= 0 || x.cols % head_dim != 0)
+    fail(ErrorKind::InvalidArgument, "rope: row of {} is not a whole number of heads of {}", x.cols, head_dim);
+  if (p.n_rot < 0 || p.n_rot > head_dim || p.n_rot % 2 != 0)
+    fail(ErrorKind::InvalidArgument, "rope: n_rot {} must be even and within head_dim {}", p.n_rot, head_dim);
+  if (!(p.freq_base > 0.0f)) fail(ErrorKind::InvalidArgument, "rope: freq_base {} must be positive", p.freq_base);
+  if (x.rows > 0 && pos == nullptr) fail(ErrorKind::InvalidArgument, "rope: positions missing");
+}
+
+// Element offsets of the i-th rotated pair within a head.
+inline int pair_first(const RopeParams& p, int i) { return p.neox ? i : 2 * i; }
+inline int pair_second(const RopeParams& p, int i) { return p.neox ? i + p.n_rot / 2 : 2 * i + 1; }
+
+// torch: (a, b) = (a cos - b sin, a sin + b cos)
+inline void rotate(float* head, const RopeParams& p, int i, float c, float s) {
+  float& a = head[pair_first(p, i)];
+  float& b = head[pair_second(p, i)];
+  const float a0 = a, b0 = b;
+  a = a0 * c - b0 * s;
+  b = a0 * s + b0 * c;
+}
+
+}  // namespace
+
+namespace reference {
+void rope(F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p) {
+  check_args(x, head_dim, pos, p);
+  for (int64_t r = 0; r < x.rows; ++r)
+    for (int64_t h = 0; h < x.cols / head_dim; ++h)
+      for (int i = 0; i < p.n_rot / 2; ++i) {
+        double theta = static_cast<double>(pos[r]) * p.freq_scale * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+        rotate(x.row(r) + h * head_dim, p, i, static_cast<float>(std::cos(theta)), static_cast<float>(std::sin(theta)));
+      }
+}
+}  // namespace reference
+
+void rope(ThreadPool& pool, F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p) {
+  check_args(x, head_dim, pos, p);
+  const int half = p.n_rot / 2;
+  if (half == 0) return;
+  // The frequencies are shared by every row; cos/sin by every head of a row.
+  std::vector<double> freq(half);
+  for (int i = 0; i < half; ++i) freq[i] = p.freq_scale * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+  const int64_t n_heads = x.cols / head_dim;
+  pool.parallel_for(x.rows, detail::row_grain(x.cols), [&](int64_t begin, int64_t end) {
+    std::vector<float> cos_t(half), sin_t(half);
+    for (int64_t r = begin; r < end; ++r) {
+      for (int i = 0; i < half; ++i) {
+        const double theta = static_cast<double>(pos[r]) * freq[i];
+        cos_t[i] = static_cast<float>(std::cos(theta));
+        sin_t[i] = static_cast<float>(std::sin(theta));
+      }
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* head = x.row(r) + h * head_dim;
+        for (int i = 0; i < half; ++i) rotate(head, p, i, cos_t[i], sin_t[i]);
+      }
+    }
+  });
+}
+
+}  // namespace ember::ops
