@@ -1,5 +1,83 @@
-// Placeholder: the `synth` subcommand is not implemented yet (owner replaces this file).
+// `ember synth --arch A --vocab-from V.gguf [shape flags] --type T -o OUT.gguf [--seed S]`:
+// a model of any shape with seeded random weights (tests, benchmarks, GPU machines).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "backend/cpu/thread_pool.h"
 #include "cli/commands.h"
+#include "synth/synth.h"
+#include "util/error.h"
+
 namespace ember::cli {
-void add_synth(CLI::App& app) { (void)app; }
+
+namespace {
+
+struct SynthFlags {
+  std::string arch = "llama", vocab, out, type = "f16";
+  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ff = 0, ctx = 0, window = -1, head_dim = 0;
+  uint64_t seed = 0;
+  int threads = 0;
+  bool tied = false, untied = false;
+};
+
+}  // namespace
+
+void add_synth(CLI::App& app) {
+  auto f = std::make_shared<SynthFlags>();
+  auto* cmd = app.add_subcommand("synth", "Write a model with seeded random weights (defaults: TinyLlama-1.1B shape)");
+  cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3 or gemma3")->default_val("llama");
+  cmd->add_option("--vocab-from", f->vocab, "GGUF whose tokenizer is copied (e.g. ../shared/vocab/*.gguf)")
+      ->required();
+  cmd->add_option("-o,--output", f->out, "output GGUF path")->required();
+  cmd->add_option("--type", f->type, "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m")
+      ->default_val("f16");
+  cmd->add_option("--dim", f->dim, "embedding length (default 2048)");
+  cmd->add_option("--layers", f->layers, "blocks (default 22)");
+  cmd->add_option("--heads", f->heads, "query heads (default 32)");
+  cmd->add_option("--kv-heads", f->kv_heads, "key/value heads (default 4)");
+  cmd->add_option("--head-dim", f->head_dim, "elements per head (default dim / heads)");
+  cmd->add_option("--ff", f->ff, "feed-forward length (default 5632)");
+  cmd->add_option("--ctx", f->ctx, "context length (default 2048)");
+  cmd->add_option("--window", f->window, "gemma3 sliding window in tokens (default 512)");
+  cmd->add_flag("--tied", f->tied, "reuse token_embd as the output matrix (default for gemma3)");
+  cmd->add_flag("--untied", f->untied, "write a separate output.weight (default for the others)");
+  cmd->add_option("--seed", f->seed, "random seed (default 0)");
+  cmd->add_option("-t,--threads", f->threads, "threads (default: all cores)");
+  cmd->callback([f] {
+    set_exit_code(guarded("synth", [&] {
+      const auto t0 = std::chrono::steady_clock::now();
+      synth::SynthOptions o;
+      o.hp = synth::default_hparams(convert::parse_arch(f->arch));
+      if (f->dim) o.hp.n_embd = f->dim;
+      if (f->layers) o.hp.n_layer = f->layers;
+      if (f->heads) o.hp.n_head = f->heads;
+      if (f->kv_heads) o.hp.n_head_kv = f->kv_heads;
+      if (f->head_dim) o.hp.head_dim = f->head_dim;
+      if (f->ff) o.hp.n_ff = f->ff;
+      if (f->ctx) o.hp.n_ctx = f->ctx;
+      if (f->window >= 0) {
+        if (o.hp.arch != convert::Arch::Gemma3) fail(ErrorKind::InvalidArgument, "--window applies to gemma3 only");
+        o.hp.sliding_window = f->window;
+      }
+      if (f->tied && f->untied) fail(ErrorKind::InvalidArgument, "--tied and --untied exclude each other");
+      if (f->tied) o.hp.tied_embeddings = true;
+      if (f->untied) o.hp.tied_embeddings = false;
+      o.vocab_path = f->vocab;
+      o.type = quantize::parse_file_type(f->type);
+      o.seed = f->seed;
+      ThreadPool pool(f->threads > 0 ? f->threads : ThreadPool::default_threads());
+      const auto s = synth::synth_model(o, f->out, &pool);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      fmt::print("wrote {}: {} {} x{} dim {} ff {} heads {}/{}, {} tensors, {:.1f} M parameters, {:.2f} MiB "
+                 "({:.2f} bits/weight), {:.1f} s\n",
+                 f->out, f->arch, o.type.name, o.hp.n_layer, o.hp.n_embd, o.hp.n_ff, o.hp.n_head, o.hp.n_head_kv,
+                 s.n_tensors, s.n_params / 1e6, s.file_bytes / 1048576.0, 8.0 * s.file_bytes / s.n_params, secs);
+      return 0;
+    }));
+  });
+}
+
 }  // namespace ember::cli

@@ -1,0 +1,53 @@
+#include "quantize/mix.h"
+
+#include <cstdio>
+#include <string>
+
+#include "quantize/encode.h"
+
+namespace ember::quantize {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// Block index of "blk.N.<...>", or -1.
+int layer_of(std::string_view name) {
+  int layer = -1;
+  const std::string s(name);
+  if (std::sscanf(s.c_str(), "blk.%d.", &layer) != 1) return -1;
+  return layer;
+}
+
+bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+}  // namespace
+
+bool more_bits(int layer, int n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+TypePlan::TypePlan(FileType file_type, int n_layer, bool has_output)
+    : ft_(std::move(file_type)), n_layer_(n_layer), has_output_(has_output) {}
+
+DType TypePlan::type_for(std::string_view name, const std::vector<int64_t>& shape) const {
+  if (shape.size() <= 1 || !ends_with(name, ".weight")) return DType::F32;           // rule 1
+  if (is_float_type(ft_.base)) return ft_.base;                                      // rule 2
+  DType t = ft_.base;
+  const bool is_output = name == "output.weight" || (!has_output_ && name == "token_embd.weight");
+  const int layer = layer_of(name);
+  if (is_output) {
+    if (t != DType::Q8_0) t = shape[0] % QK_K == 0 ? DType::Q6_K : DType::Q8_0;     // rule 3
+  } else if (layer >= 0 && ends_with(name, ".attn_v.weight")) {
+    if (ft_.mix && more_bits(layer, n_layer_)) t = DType::Q6_K;                       // rule 4
+    else if (ft_.name == "Q4_K" && layer < 4) t = DType::Q5_K;                        // rule 5
+  } else if (layer >= 0 && ends_with(name, ".ffn_down.weight")) {
+    if (ft_.mix && more_bits(layer, n_layer_)) t = DType::Q6_K;                       // rule 4
+    else if (ft_.name == "Q4_K" && layer < n_layer_ / 8) t = DType::Q5_K;             // rule 5
+  }
+  return fallback_type(t, shape[0]);                                                 // rule 6
+}
+
+}  // namespace ember::quantize

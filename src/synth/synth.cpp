@@ -1,0 +1,109 @@
+#include "synth/synth.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "quantize/mix.h"
+#include "quantize/tensor_writer.h"
+#include "sampling/rng.h"
+#include "util/error.h"
+
+namespace ember::synth {
+
+using convert::Arch;
+using convert::HParams;
+using convert::TensorRole;
+using convert::TensorSpec;
+
+HParams default_hparams(Arch arch) {
+  HParams hp;
+  hp.arch = arch;
+  hp.n_embd = 2048;
+  hp.n_layer = 22;
+  hp.n_head = 32;
+  hp.n_head_kv = 4;
+  hp.n_ff = 5632;
+  hp.n_ctx = 2048;
+  hp.rms_eps = arch == Arch::Llama ? 1e-5f : 1e-6f;
+  hp.rope_base = arch == Arch::Llama ? 10000.0f : 1000000.0f;
+  hp.sliding_window = arch == Arch::Gemma3 ? 512 : 0;
+  hp.tied_embeddings = arch == Arch::Gemma3;  // gemma ties; the others get an output matrix
+  return hp;
+}
+
+InitScale init_scale(const TensorSpec& spec, const HParams& hp) {
+  const float fan_in = static_cast<float>(spec.fan_in());
+  switch (spec.role) {
+    case TensorRole::TokenEmbedding:
+    case TensorRole::Output:
+      return {0.0f, 2.5f / std::sqrt(static_cast<float>(hp.n_embd))};
+    case TensorRole::Norm: return {1.0f, 0.02f};
+    case TensorRole::Bias: return {0.0f, 0.02f};
+    case TensorRole::AttnOutput:
+    case TensorRole::FfnDown:
+      return {0.0f, 1.0f / std::sqrt(fan_in * 2.0f * static_cast<float>(hp.n_layer))};
+    case TensorRole::AttnQ: case TensorRole::AttnK: case TensorRole::AttnV:
+    case TensorRole::FfnGate: case TensorRole::FfnUp:
+      return {0.0f, 1.0f / std::sqrt(fan_in)};
+  }
+  return {0.0f, 0.0f};
+}
+
+uint64_t tensor_seed(uint64_t seed, const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a over the name, then mixed with the seed
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+  uint64_t state = seed ^ h;
+  return splitmix64_next(state);
+}
+
+void fill_row(uint64_t tseed, int64_t row, InitScale scale, float* out, int64_t n) {
+  Rng rng(tseed + static_cast<uint64_t>(row) * 0x9e3779b97f4a7c15ull);
+  // Sum of four uniform 16-bit lanes of one 64-bit draw: mean 4 * 65535 / 2, variance
+  // 4 * (65536^2 - 1) / 12 (Irwin-Hall), close to a normal and one generator call per value.
+  constexpr float kMean = 2.0f * 65535.0f;
+  const float k = scale.std / std::sqrt(4.0f * (65536.0f * 65536.0f - 1.0f) / 12.0f);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t u = rng.next_u64();
+    const float s = static_cast<float>((u & 0xffff) + ((u >> 16) & 0xffff) + ((u >> 32) & 0xffff) + (u >> 48));
+    out[i] = scale.mean + (s - kMean) * k;
+  }
+}
+
+SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, ThreadPool* pool) {
+  const gguf::File vocab = gguf::File::open(opt.vocab_path);
+  const gguf::ArrayView* tokens = vocab.find_array("tokenizer.ggml.tokens");
+  if (!tokens || tokens->element_type() != gguf::ValueType::STRING || tokens->size() == 0)
+    fail(ErrorKind::Format, "{}: no tokenizer.ggml.tokens string array: not a vocabulary GGUF", opt.vocab_path);
+  HParams hp = opt.hp;
+  hp.n_vocab = static_cast<int64_t>(tokens->size());
+  const auto specs = convert::tensor_specs(hp);  // validates hp
+
+  gguf::Writer w;
+  convert::write_hparams(w, hp);
+  w.set_string("general.name", fmt::format("synth-{}-{}x{}", convert::arch_name(hp.arch), hp.n_layer, hp.n_embd));
+  w.set_string("general.description", fmt::format("ember synth: random weights, seed {}", opt.seed));
+  w.set_u32("general.file_type", opt.type.llama_ftype);
+  w.set_u32("general.quantization_version", 2);
+  for (const gguf::KeyValue& kv : vocab.metadata())
+    if (kv.key.starts_with("tokenizer.")) w.copy_kv(kv);
+
+  const quantize::TypePlan plan(opt.type, static_cast<int>(hp.n_layer), !hp.tied_embeddings);
+  SynthStats stats;
+  for (const TensorSpec& spec : specs) {
+    const InitScale scale = init_scale(spec, hp);
+    const uint64_t tseed = tensor_seed(opt.seed, spec.name);
+    const int64_t n = spec.shape[0];
+    quantize::add_encoded_tensor(
+        w, spec.name, spec.shape, plan.type_for(spec.name, spec.shape),
+        [tseed, scale, n](int64_t row, float* out) { fill_row(tseed, row, scale, out, n); }, pool);
+    stats.n_params += static_cast<uint64_t>(spec.n_elements());
+    ++stats.n_tensors;
+  }
+  w.write(out_path);
+  stats.file_bytes = std::filesystem::file_size(out_path);
+  return stats;
+}
+
+}  // namespace ember::synth
