@@ -2,6 +2,7 @@
 // merges, special ids and flags. Plain data plus the lookups the tokenizers need.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -23,6 +24,13 @@ struct TokenEntry {
   TokenType type = TokenType::Normal;
 };
 
+// Hash for string keys that also accepts string_view lookups without allocating.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using TextToId = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
 struct SpecialIds {  // -1 = absent
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1, sep = -1;
 };
@@ -31,7 +39,7 @@ struct Vocab {
   VocabModel model = VocabModel::SentencePiece;
   std::string pre = "default";  // tokenizer.ggml.pre (byte-level BPE only)
   std::vector<TokenEntry> tokens;
-  std::unordered_map<std::string, int32_t> text_to_id;
+  TextToId text_to_id;
   std::vector<std::string> merges;  // "left right", in rank order (byte-level BPE)
   SpecialIds special;
   bool add_bos = false;
