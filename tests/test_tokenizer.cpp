@@ -10,7 +10,7 @@
 
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer_test_util.h"
+#include "test_tokenizer_util.h"
 
 using ember::Tokenizer;
 using ember::test::load_vocab;
