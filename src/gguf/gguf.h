@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tensor/dtype.h"
@@ -26,11 +27,14 @@ class ArrayView {
  public:
   ValueType element_type() const { return type_; }
   uint64_t size() const { return count_; }
+  // Element accessors throw Error(Format) naming the key for a wrong element type, an index
+  // out of range, or (int_at) a U64 value above INT64_MAX.
   int64_t int_at(uint64_t i) const;          // any integer or bool element type
   double float_at(uint64_t i) const;         // any numeric element type
   std::string_view string_at(uint64_t i) const;  // STRING elements only
 
   // internal: filled by the parser
+  std::string_view key_;                    // for error messages
   ValueType type_ = ValueType::U8;
   uint64_t count_ = 0;
   const uint8_t* data_ = nullptr;           // first element (numeric arrays)
@@ -96,11 +100,15 @@ class File {
   std::optional<std::string_view> find_string(std::string_view key) const;
   std::optional<uint64_t> find_u64(std::string_view key) const;
   std::optional<uint32_t> find_u32(std::string_view key) const;
+  std::optional<int64_t> find_i64(std::string_view key) const;
   std::optional<float> find_f32(std::string_view key) const;
   std::optional<bool> find_bool(std::string_view key) const;
   const ArrayView* find_array(std::string_view key) const;
 
  private:
+  [[noreturn]] void fail_key(std::string_view key, std::string_view what) const;
+  const KeyValue& get(std::string_view key) const;
+
   std::shared_ptr<MappedFile> mapping_;  // set by open(); keeps bytes_ alive
   std::span<const uint8_t> bytes_;
   std::string source_;
@@ -109,6 +117,9 @@ class File {
   uint64_t data_offset_ = 0;
   std::vector<KeyValue> kvs_;
   std::vector<TensorInfo> tensors_;
+  // Views into the file bytes, which stay put when the File moves.
+  std::unordered_map<std::string_view, size_t> kv_index_;
+  std::unordered_map<std::string_view, size_t> tensor_index_;
   friend class Parser;
 };
 

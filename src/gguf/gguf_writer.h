@@ -66,6 +66,8 @@ class Writer {
   // The same bytes in memory (tests, fuzz seeds, small files).
   std::vector<uint8_t> to_bytes() const;
 
+  class Sink;  // where write()/to_bytes() send the bytes (defined in gguf_writer.cpp)
+
  private:
   struct Entry {
     std::string key;
@@ -79,7 +81,6 @@ class Writer {
     uint64_t nbytes;
     Fill fill;
   };
-  class Sink;
   void set_raw(std::string_view key, std::vector<uint8_t> value);
   uint32_t alignment() const;
   void emit(Sink& sink) const;

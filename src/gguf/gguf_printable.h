@@ -1,0 +1,16 @@
+// Names, keys and string values from a file go into one-line error messages and listings:
+// control bytes and invalid UTF-8 are escaped (\n, \xNN) and long text is cut, so hostile
+// bytes cannot break the line. Valid UTF-8 (CJK tokens, emoji) passes through unchanged.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace ember::gguf {
+
+std::string printable(std::string_view s, size_t max_bytes = 96);
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when the byte there does not
+// start one (shared with the JSON escaper of `ember inspect`).
+size_t utf8_sequence_length(std::string_view s, size_t i);
+
+}  // namespace ember::gguf
