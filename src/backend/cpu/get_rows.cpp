@@ -1,0 +1,29 @@
+// ops::get_rows: embedding lookup, each row converted to f32 by the reference dequantizer
+// (a lookup touches a few rows per token; there is nothing to gain from SIMD here).
+#include "backend/cpu/thread_pool.h"
+#include "backend/ops.h"
+#include "tensor/quant.h"
+#include "util/error.h"
+
+namespace ember::ops {
+
+void get_rows(ThreadPool& pool, const MatView& table, const int32_t* ids, int64_t n, F32Mat out) {
+  if (!dtype_can_quantize(table.type))
+    fail(ErrorKind::Unsupported, "get_rows: table type {} is not supported", dtype_name(table.type));
+  if (table.cols % quant_traits(table.type)->block_size != 0)
+    fail(ErrorKind::InvalidArgument, "get_rows: {} rows of {} elements are not whole blocks", dtype_name(table.type),
+         table.cols);
+  if (out.rows < n || out.cols != table.cols)
+    fail(ErrorKind::InvalidArgument, "get_rows: output {}x{} cannot hold {} rows of {}", out.rows, out.cols, n,
+         table.cols);
+  // Validate every id up front: workers must not throw.
+  for (int64_t t = 0; t < n; ++t)
+    if (ids[t] < 0 || ids[t] >= table.rows)
+      fail(ErrorKind::InvalidArgument, "get_rows: id {} at position {} is outside the table's {} rows", ids[t], t,
+           table.rows);
+  pool.parallel_for(n, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) dequantize_row(table.type, table.row(ids[t]), out.row(t), table.cols);
+  });
+}
+
+}  // namespace ember::ops

@@ -1,0 +1,91 @@
+// ops::matmul: validates, picks the kernel for the weight type at the current SIMD level,
+// prepares the activations (8-bit quantization for the integer kernels) and splits the
+// output over the thread pool.
+#include <algorithm>
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/ops.h"
+#include "tensor/quant.h"
+#include "util/error.h"
+
+namespace ember::ops {
+
+namespace {
+
+const cpu::MatmulKernel* pick_kernel(DType w) {
+  // No AVX-512 kernels yet: an AVX-512 machine runs the AVX2 ones.
+  if (simd_level() >= SimdLevel::AVX2)
+    if (const cpu::MatmulKernel* k = cpu::matmul_kernel_avx2(w)) return k;
+  return cpu::matmul_kernel_scalar(w);
+}
+
+void validate(const MatView& w, const MatView& x, const F32Mat& y) {
+  if (!dtype_can_compute(w.type))
+    fail(ErrorKind::Unsupported, "matmul: weight type {} is not supported on the CPU", dtype_name(w.type));
+  if (x.type != DType::F32)
+    fail(ErrorKind::InvalidArgument, "matmul: activations must be F32, got {}", dtype_name(x.type));
+  const int bs = dtype_size(w.type).block_size;
+  if (w.cols % bs != 0)
+    fail(ErrorKind::InvalidArgument, "matmul: {} weight rows of {} elements are not whole blocks of {}",
+         dtype_name(w.type), w.cols, bs);
+  if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
+    fail(ErrorKind::InvalidArgument, "matmul: x {}x{} times W^T ({}x{}) does not give y {}x{}", x.rows, x.cols,
+         w.rows, w.cols, y.rows, y.cols);
+  if (w.row_stride < dtype_row_bytes(w.type, w.cols) || x.row_stride < static_cast<size_t>(x.cols) * 4 ||
+      y.stride < y.cols)
+    fail(ErrorKind::InvalidArgument, "matmul: a row stride is smaller than its row");
+}
+
+}  // namespace
+
+void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y) {
+  validate(w, x, y);
+  if (x.rows == 0 || w.rows == 0) return;
+  const cpu::MatmulKernel* kernel = pick_kernel(w.type);
+  if (!kernel) fail(ErrorKind::Unsupported, "matmul: no kernel for weight type {}", dtype_name(w.type));
+
+  cpu::MatmulArgs args;
+  args.k = w.cols;
+  args.w = static_cast<const uint8_t*>(w.data);
+  args.w_stride = w.row_stride;
+  args.y = y.data;
+  args.y_stride = y.stride;
+  if (kernel->act == cpu::ActFormat::F32) {
+    args.a = static_cast<const uint8_t*>(x.data);
+    args.a_stride = x.row_stride;
+  } else {
+    // Quantized activations live in a per-calling-thread buffer reused across calls.
+    thread_local std::vector<uint8_t> act;
+    const size_t row_bytes = cpu::act_row_bytes(kernel->act, x.cols);
+    act.resize(row_bytes * static_cast<size_t>(x.rows));
+    uint8_t* act_data = act.data();  // a pointer: inside the workers `act` names their own buffer
+    pool.parallel_for(x.rows, 4, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        cpu::quantize_act_row(kernel->act, reinterpret_cast<const float*>(x.row(t)), act_data + t * row_bytes, x.cols);
+    });
+    args.a = act_data;
+    args.a_stride = row_bytes;
+  }
+
+  // Split the weight rows (in groups of 8, a multiple of every micro-tile height) when there
+  // are enough of them: each thread then reads its own slice of W once per token block.
+  // Otherwise (few rows, many tokens) split the tokens.
+  const int64_t rows = w.rows, tokens = x.rows;
+  const int nth = pool.size();
+  const bool split_rows = rows >= 8 * nth || tokens < nth;
+  pool.run([&](int ith, int n) {
+    if (split_rows) {
+      const int64_t groups = (rows + 7) / 8;
+      const int64_t r0 = std::min(rows, groups * ith / n * 8), r1 = std::min(rows, groups * (ith + 1) / n * 8);
+      if (r0 < r1) kernel->tile(args, r0, r1, 0, tokens);
+    } else {
+      const int64_t c0 = tokens * ith / n, c1 = tokens * (ith + 1) / n;
+      if (c0 < c1) kernel->tile(args, 0, rows, c0, c1);
+    }
+  });
+}
+
+}  // namespace ember::ops

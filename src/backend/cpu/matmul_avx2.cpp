@@ -1,0 +1,404 @@
+// AVX2 kernels (built with -mavx2 -mfma -mf16c; called only when cpu_features().avx2).
+// Everything here has internal linkage and no shared inline helpers are used, so no
+// AVX2-compiled copy of an inline function can be picked by the linker for other code.
+//
+// Every family computes micro-tiles of RM weight rows x RN activation rows so each decoded
+// weight chunk is used RN times and each activation chunk RM times from registers:
+// - 32-element formats: int8 codes x q8s activations with maddubs (|w| times a with w's
+//   sign), one f32 scale per block pair; the _1 formats add m * (da * sum a) per block.
+// - k-quants: unsigned codes u (the signed formats are shifted by their bias, which goes
+//   into the min term) x Q8_K with maddubs, weighted by the sub-block scales in int16 and
+//   summed in int32 over a whole super-block; one f32 scale per super-block pair, minus
+//   dmin * sum_g m_g * bsum_g.
+// - float weights: converted to f32 in registers, FMA with the f32 activations.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/matmul_kernels.h"
+
+namespace ember::cpu {
+
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
+inline __m256i srl16(__m256i v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }
+
+inline __m256i loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Two 16-byte nibble planes of one 32-element block: low nibbles are elements 0..15,
+// high nibbles 16..31.
+inline __m256i nibbles_32(const uint8_t* qs) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0x0F));
+}
+
+// 0x10 in byte j where bit j of the 32-bit little-endian qh is set.
+inline __m256i fifth_bits(const uint8_t qh[4]) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, 4);
+  // byte j takes byte j / 8 of `bits`, then tests its bit j % 8.
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i mask = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// ---------------------------------------------------------------- 32-element formats
+// load() returns the block's 32 codes; kSigned formats are x = d * q, the others x = d*u + m.
+struct DecQ4_0 {
+  using Block = block_q4_0;
+  static constexpr bool kSigned = true;
+  static __m256i load(const Block& b, float* d, float*) {
+    *d = half(b.d);
+    return _mm256_sub_epi8(nibbles_32(b.qs), _mm256_set1_epi8(8));
+  }
+};
+struct DecQ4_1 {
+  using Block = block_q4_1;
+  static constexpr bool kSigned = false;
+  static __m256i load(const Block& b, float* d, float* m) {
+    *d = half(b.d);
+    *m = half(b.m);
+    return nibbles_32(b.qs);
+  }
+};
+struct DecQ5_0 {
+  using Block = block_q5_0;
+  static constexpr bool kSigned = true;
+  static __m256i load(const Block& b, float* d, float*) {
+    *d = half(b.d);
+    return _mm256_sub_epi8(_mm256_or_si256(nibbles_32(b.qs), fifth_bits(b.qh)), _mm256_set1_epi8(16));
+  }
+};
+struct DecQ5_1 {
+  using Block = block_q5_1;
+  static constexpr bool kSigned = false;
+  static __m256i load(const Block& b, float* d, float* m) {
+    *d = half(b.d);
+    *m = half(b.m);
+    return _mm256_or_si256(nibbles_32(b.qs), fifth_bits(b.qh));
+  }
+};
+struct DecQ8_0 {
+  using Block = block_q8_0;
+  static constexpr bool kSigned = true;
+  static __m256i load(const Block& b, float* d, float*) {
+    *d = half(b.d);
+    return loadu(b.qs);
+  }
+};
+
+template <class Dec>
+struct Family32 {
+  using Block = typename Dec::Block;
+  template <int RM, int RN>
+  static void micro(const MatmulArgs& p, int64_t r, int64_t c) {
+    const Block* w[RM];
+    const block_q8s* a[RN];
+    for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const Block*>(p.w + (r + i) * p.w_stride);
+    for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8s*>(p.a + (c + j) * p.a_stride);
+    __m256 acc[RM][RN];
+    float macc[RM][RN];
+    for (int i = 0; i < RM; ++i)
+      for (int j = 0; j < RN; ++j) {
+        acc[i][j] = _mm256_setzero_ps();
+        macc[i][j] = 0.0f;
+      }
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < p.k / 32; ++b) {
+      __m256i q[RM], uq[RM];
+      float dw[RM], mw[RM];
+      for (int i = 0; i < RM; ++i) {
+        q[i] = Dec::load(w[i][b], &dw[i], &mw[i]);
+        uq[i] = Dec::kSigned ? _mm256_sign_epi8(q[i], q[i]) : q[i];  // |q| for maddubs
+      }
+      for (int j = 0; j < RN; ++j) {
+        const block_q8s& ab = a[j][b];
+        const __m256i av = loadu(ab.qs);
+        for (int i = 0; i < RM; ++i) {
+          const __m256i sa = Dec::kSigned ? _mm256_sign_epi8(av, q[i]) : av;
+          const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(uq[i], sa), ones));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i] * ab.d), dot, acc[i][j]);
+          if constexpr (!Dec::kSigned) macc[i][j] += mw[i] * ab.s;
+        }
+      }
+    }
+    for (int j = 0; j < RN; ++j)
+      for (int i = 0; i < RM; ++i) p.y[(c + j) * p.y_stride + r + i] = hsum(acc[i][j]) + macc[i][j];
+  }
+};
+
+// ---------------------------------------------------------------- k-quants
+// Per super-block: d, dmin, int16 scale and min per 16-element group (x = d*sc*u - dmin*m),
+// and codes(j): the 32 unsigned codes of elements 32j .. 32j+31.
+struct KScales {
+  float d, dmin;
+  alignas(32) int16_t sc[16];
+  alignas(32) int16_t m[16];
+  __m256i scales(int j) const { return _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j])); }
+  __m256i mins() const { return _mm256_load_si256(reinterpret_cast<const __m256i*>(m)); }
+};
+
+inline void scales_k4(const uint8_t* s, KScales& o) {
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    if (j < 4) {
+      sc = s[j] & 63;
+      m = s[j + 4] & 63;
+    } else {
+      sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+      m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+    o.sc[2 * j] = o.sc[2 * j + 1] = static_cast<int16_t>(sc);
+    o.m[2 * j] = o.m[2 * j + 1] = static_cast<int16_t>(m);
+  }
+}
+
+struct DecQ4_K : KScales {
+  using Block = block_q4_K;
+  const uint8_t* qs;
+  void load(const Block& b) {
+    d = half(b.d);
+    dmin = half(b.dmin);
+    scales_k4(b.scales, *this);
+    qs = b.qs;
+  }
+  __m256i codes(int j) const {
+    return _mm256_and_si256(srl16(loadu(qs + 32 * (j / 2)), 4 * (j % 2)), _mm256_set1_epi8(0x0F));
+  }
+};
+
+struct DecQ5_K : KScales {
+  using Block = block_q5_K;
+  const uint8_t* qs;
+  __m256i qh;
+  void load(const Block& b) {
+    d = half(b.d);
+    dmin = half(b.dmin);
+    scales_k4(b.scales, *this);
+    qs = b.qs;
+    qh = loadu(b.qh);
+  }
+  __m256i codes(int j) const {
+    const __m256i lo = _mm256_and_si256(srl16(loadu(qs + 32 * (j / 2)), 4 * (j % 2)), _mm256_set1_epi8(0x0F));
+    const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(srl16(qh, j), _mm256_set1_epi8(1)), 4);
+    return _mm256_or_si256(lo, hi);
+  }
+};
+
+struct DecQ6_K : KScales {
+  using Block = block_q6_K;
+  const uint8_t* ql;
+  const uint8_t* qh;
+  void load(const Block& b) {
+    d = half(b.d);
+    dmin = d;  // u = q + 32, so x = d*sc*u - d*(32*sc)
+    for (int g = 0; g < 16; ++g) {
+      sc[g] = b.scales[g];
+      m[g] = static_cast<int16_t>(32 * b.scales[g]);
+    }
+    ql = b.ql;
+    qh = b.qh;
+  }
+  __m256i codes(int j) const {
+    const int h = j / 4, k = j % 4;
+    const __m256i lo = _mm256_and_si256(srl16(loadu(ql + 64 * h + 32 * (k & 1)), 4 * (k >> 1)), _mm256_set1_epi8(0x0F));
+    const __m256i hi = _mm256_and_si256(srl16(loadu(qh + 32 * h), 2 * k), _mm256_set1_epi8(3));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+  }
+};
+
+struct DecQ2_K : KScales {
+  using Block = block_q2_K;
+  const uint8_t* qs;
+  void load(const Block& b) {
+    d = half(b.d);
+    dmin = half(b.dmin);
+    for (int g = 0; g < 16; ++g) {
+      sc[g] = b.scales[g] & 15;
+      m[g] = b.scales[g] >> 4;
+    }
+    qs = b.qs;
+  }
+  __m256i codes(int j) const {
+    return _mm256_and_si256(srl16(loadu(qs + 32 * (j / 4)), 2 * (j % 4)), _mm256_set1_epi8(3));
+  }
+};
+
+struct DecQ3_K : KScales {
+  using Block = block_q3_K;
+  const uint8_t* qs;
+  const uint8_t* hmask;
+  void load(const Block& b) {
+    d = half(b.d);
+    dmin = d;  // u = q + 4, so x = d*sc*u - d*(4*sc)
+    for (int g = 0; g < 16; ++g) {
+      const int lo = (b.scales[g % 8] >> (4 * (g / 8))) & 15;
+      const int hi = (b.scales[8 + g % 4] >> (2 * (g / 4))) & 3;
+      sc[g] = static_cast<int16_t>((lo | (hi << 4)) - 32);
+      m[g] = static_cast<int16_t>(4 * sc[g]);
+    }
+    qs = b.qs;
+    hmask = b.hmask;
+  }
+  __m256i codes(int j) const {
+    const int h = j / 4, k = j % 4;
+    const __m256i lo = _mm256_and_si256(srl16(loadu(qs + 32 * h), 2 * k), _mm256_set1_epi8(3));
+    const __m256i hi = _mm256_and_si256(srl16(loadu(hmask), 4 * h + k), _mm256_set1_epi8(1));
+    return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
+  }
+};
+
+template <class Dec>
+struct FamilyK {
+  using Block = typename Dec::Block;
+  template <int RM, int RN>
+  static void micro(const MatmulArgs& p, int64_t r, int64_t c) {
+    const Block* w[RM];
+    const block_q8_K* a[RN];
+    for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const Block*>(p.w + (r + i) * p.w_stride);
+    for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8_K*>(p.a + (c + j) * p.a_stride);
+    __m256 acc[RM][RN];
+    for (int i = 0; i < RM; ++i)
+      for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < p.k / QK_K; ++b) {
+      Dec dec[RM];
+      for (int i = 0; i < RM; ++i) dec[i].load(w[i][b]);
+      __m256i isum[RM][RN];
+      for (int i = 0; i < RM; ++i)
+        for (int j = 0; j < RN; ++j) isum[i][j] = _mm256_setzero_si256();
+      for (int ch = 0; ch < QK_K / 32; ++ch) {
+        __m256i av[RN];
+        for (int j = 0; j < RN; ++j) av[j] = loadu(a[j][b].qs + 32 * ch);
+        for (int i = 0; i < RM; ++i) {
+          const __m256i u = dec[i].codes(ch), s = dec[i].scales(ch);
+          for (int j = 0; j < RN; ++j)
+            isum[i][j] = _mm256_add_epi32(isum[i][j], _mm256_madd_epi16(_mm256_maddubs_epi16(u, av[j]), s));
+        }
+      }
+      for (int j = 0; j < RN; ++j) {
+        const __m256i bsums = loadu(a[j][b].bsums);
+        for (int i = 0; i < RM; ++i) {
+          const __m256 mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(dec[i].mins(), bsums));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dec[i].d * a[j][b].d), _mm256_cvtepi32_ps(isum[i][j]), acc[i][j]);
+          acc[i][j] = _mm256_fnmadd_ps(_mm256_set1_ps(dec[i].dmin * a[j][b].d), mins, acc[i][j]);
+        }
+      }
+    }
+    for (int j = 0; j < RN; ++j)
+      for (int i = 0; i < RM; ++i) p.y[(c + j) * p.y_stride + r + i] = hsum(acc[i][j]);
+  }
+};
+
+// ---------------------------------------------------------------- float weights
+template <DType T>
+struct FamilyFloat {
+  static __m256 load8(const uint8_t* row, int64_t e) {
+    if constexpr (T == DType::F32) {
+      return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + e);
+    } else {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(row) + e));
+      if constexpr (T == DType::F16) return _mm256_cvtph_ps(h);
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));  // bf16: top half of f32
+    }
+  }
+  static float load1(const uint8_t* row, int64_t e) {
+    if constexpr (T == DType::F32) return reinterpret_cast<const float*>(row)[e];
+    const uint16_t h = reinterpret_cast<const uint16_t*>(row)[e];
+    if constexpr (T == DType::F16) return half(h);
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  template <int RM, int RN>
+  static void micro(const MatmulArgs& p, int64_t r, int64_t c) {
+    const uint8_t* w[RM];
+    const float* a[RN];
+    for (int i = 0; i < RM; ++i) w[i] = p.w + (r + i) * p.w_stride;
+    for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const float*>(p.a + (c + j) * p.a_stride);
+    __m256 acc[RM][RN];
+    for (int i = 0; i < RM; ++i)
+      for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
+    const int64_t k8 = p.k & ~int64_t{7};
+    for (int64_t e = 0; e < k8; e += 8) {
+      __m256 wv[RM];
+      for (int i = 0; i < RM; ++i) wv[i] = load8(w[i], e);
+      for (int j = 0; j < RN; ++j) {
+        const __m256 av = _mm256_loadu_ps(a[j] + e);
+        for (int i = 0; i < RM; ++i) acc[i][j] = _mm256_fmadd_ps(wv[i], av, acc[i][j]);
+      }
+    }
+    for (int j = 0; j < RN; ++j)
+      for (int i = 0; i < RM; ++i) {
+        float s = hsum(acc[i][j]);
+        for (int64_t e = k8; e < p.k; ++e) s += load1(w[i], e) * a[j][e];
+        p.y[(c + j) * p.y_stride + r + i] = s;
+      }
+  }
+};
+
+// Runs Fam::micro over a range: full RM x RN tiles, edges with the 1-row / 1-token variants.
+template <class Fam, int RM, int RN>
+void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  for_each_tile<RM, RN>(
+      r0, r1, c0, c1, [&](int64_t r, int64_t c) { Fam::template micro<RM, RN>(p, r, c); },
+      [&](int64_t r, int rm, int64_t c, int rn) {
+        if (rm == RM) {
+          for (int j = 0; j < rn; ++j) Fam::template micro<RM, 1>(p, r, c + j);
+        } else if (rn == RN) {
+          for (int i = 0; i < rm; ++i) Fam::template micro<1, RN>(p, r + i, c);
+        } else {
+          for (int i = 0; i < rm; ++i)
+            for (int j = 0; j < rn; ++j) Fam::template micro<1, 1>(p, r + i, c + j);
+        }
+      });
+}
+
+const MatmulKernel kF32{ActFormat::F32, tile<FamilyFloat<DType::F32>, 4, 2>};
+const MatmulKernel kF16{ActFormat::F32, tile<FamilyFloat<DType::F16>, 4, 2>};
+const MatmulKernel kBF16{ActFormat::F32, tile<FamilyFloat<DType::BF16>, 4, 2>};
+const MatmulKernel kQ4_0{ActFormat::Q8S, tile<Family32<DecQ4_0>, 4, 2>};
+const MatmulKernel kQ4_1{ActFormat::Q8S, tile<Family32<DecQ4_1>, 4, 2>};
+const MatmulKernel kQ5_0{ActFormat::Q8S, tile<Family32<DecQ5_0>, 4, 2>};
+const MatmulKernel kQ5_1{ActFormat::Q8S, tile<Family32<DecQ5_1>, 4, 2>};
+const MatmulKernel kQ8_0{ActFormat::Q8S, tile<Family32<DecQ8_0>, 4, 2>};
+const MatmulKernel kQ2_K{ActFormat::Q8K, tile<FamilyK<DecQ2_K>, 4, 2>};
+const MatmulKernel kQ3_K{ActFormat::Q8K, tile<FamilyK<DecQ3_K>, 4, 2>};
+const MatmulKernel kQ4_K{ActFormat::Q8K, tile<FamilyK<DecQ4_K>, 4, 2>};
+const MatmulKernel kQ5_K{ActFormat::Q8K, tile<FamilyK<DecQ5_K>, 4, 2>};
+const MatmulKernel kQ6_K{ActFormat::Q8K, tile<FamilyK<DecQ6_K>, 4, 2>};
+
+}  // namespace
+
+const MatmulKernel* matmul_kernel_avx2(DType w) {
+  switch (w) {
+    case DType::F32: return &kF32;
+    case DType::F16: return &kF16;
+    case DType::BF16: return &kBF16;
+    case DType::Q4_0: return &kQ4_0;
+    case DType::Q4_1: return &kQ4_1;
+    case DType::Q5_0: return &kQ5_0;
+    case DType::Q5_1: return &kQ5_1;
+    case DType::Q8_0: return &kQ8_0;
+    case DType::Q2_K: return &kQ2_K;
+    case DType::Q3_K: return &kQ3_K;
+    case DType::Q4_K: return &kQ4_K;
+    case DType::Q5_K: return &kQ5_K;
+    case DType::Q6_K: return &kQ6_K;
+    default: return nullptr;
+  }
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,46 @@
+// Activation quantization for the integer fast path (see matmul_kernels.h).
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/matmul_kernels.h"
+#include "tensor/quant.h"
+
+namespace ember::cpu {
+
+size_t act_row_bytes(ActFormat f, int64_t k) {
+  switch (f) {
+    case ActFormat::F32: return static_cast<size_t>(k) * sizeof(float);
+    case ActFormat::Q8S: return static_cast<size_t>(k / 32) * sizeof(block_q8s);
+    case ActFormat::Q8K: return dtype_row_bytes(DType::Q8_K, k);
+  }
+  return 0;
+}
+
+namespace {
+// Symmetric 8-bit per 32 elements: d = absmax / 127, q = round(x / d), s = d * sum(q).
+void quantize_q8s(const float* x, block_q8s* out, int64_t k) {
+  for (int64_t b = 0; b < k / 32; ++b, x += 32) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const int q = static_cast<int>(std::nearbyint(x[j] * id));
+      out[b].qs[j] = static_cast<int8_t>(q);
+      sum += q;
+    }
+    out[b].d = d;
+    out[b].s = d * static_cast<float>(sum);
+  }
+}
+}  // namespace
+
+void quantize_act_row(ActFormat f, const float* x, void* dst, int64_t k) {
+  if (f == ActFormat::Q8S)
+    quantize_q8s(x, static_cast<block_q8s*>(dst), k);
+  else if (f == ActFormat::Q8K)
+    quant::quantize_q8_K(x, dst, k);
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,123 @@
+// ops::matmul and ops::get_rows against the reference loop (dequantize, dot in double), for
+// every weight type x SIMD level x thread count, on odd shapes and strided views.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul_reference.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend_check.h"
+#include "tensor/quant.h"
+#include "util/error.h"
+
+using namespace ember;
+
+namespace {
+
+const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                              DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+                              DType::Q4_K, DType::Q5_K, DType::Q6_K};
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// Quantized weights with `pad` spare bytes after each row (a strided view), sentinel-fenced.
+struct Weights {
+  check::GuardedBuffer buf;
+  MatView view;
+  Weights(DType t, int64_t rows, int64_t cols, check::Rng& rng, size_t pad)
+      : buf((dtype_row_bytes(t, cols) + pad) * static_cast<size_t>(rows), 0x5A) {
+    const size_t stride = dtype_row_bytes(t, cols) + pad;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> x = rng.normal(static_cast<size_t>(cols), 0.0f, 1.0f);
+      quantize_row_reference(t, x.data(), buf.data() + r * stride, cols);
+    }
+    view = MatView{t, cols, rows, stride, buf.data()};
+  }
+};
+
+void check_matmul(DType t, int64_t rows, int64_t tokens, int64_t k, uint64_t seed) {
+  check::Rng rng(seed);
+  Weights w(t, rows, k, rng, 5);
+  check::StridedF32 x(rng.uniform(static_cast<size_t>(tokens * k), -2.0f, 2.0f), tokens, k, 3);
+  std::vector<float> want(static_cast<size_t>(tokens * rows));
+  ops::reference::matmul(w.view, x.view(), check::dense_mat(want, tokens, rows));
+  for (SimdLevel level : check::simd_levels()) {
+    check::ScopedSimdLevel scoped(level);
+    for (int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      check::StridedF32 y(tokens, rows, 2);
+      ops::matmul(pool, w.view, x.view(), y.mat());
+      const std::string what = std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(k) +
+                               " weights, " + std::to_string(tokens) + " tokens, " + simd_level_name(level) + ", " +
+                               std::to_string(threads) + " threads";
+      check::expect_close(y.dense(), want, is_float(t) ? 1e-9 : 5e-4, what);
+      INFO(what);
+      CHECK(y.guards_intact());
+    }
+  }
+  CHECK(w.buf.guards_intact());
+}
+
+int64_t block_k(DType t, int64_t blocks) { return blocks * (is_float(t) ? 32 : dtype_size(t).block_size); }
+
+}  // namespace
+
+TEST_CASE("matmul matches the reference for every weight type, level and thread count") {
+  uint64_t seed = 1;
+  for (DType t : kWeightTypes) {
+    // 5x7: a single odd tile; 13 rows over 3 threads; one token (matvec); 70 tokens crosses
+    // a token block; 41 rows is not a multiple of the row grouping.
+    check_matmul(t, 7, 5, block_k(t, 3), seed++);
+    check_matmul(t, 13, 1, block_k(t, 5), seed++);
+    check_matmul(t, 41, 3, block_k(t, 1), seed++);
+    check_matmul(t, 19, 70, block_k(t, 2), seed++);
+  }
+}
+
+TEST_CASE("float weights allow any row length") {
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    check_matmul(t, 5, 7, 37, 100);
+    check_matmul(t, 9, 2, 3, 101);
+  }
+}
+
+TEST_CASE("matmul rejects what it cannot compute") {
+  ThreadPool pool(1);
+  std::vector<float> x(64), y(4);
+  std::vector<uint8_t> w(1024);
+  MatView xv = check::dense_view(x, 1, 64);
+  auto expect_error = [&](MatView wv, F32Mat yv, ErrorKind kind) {
+    try {
+      ops::matmul(pool, wv, xv, yv);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == kind);
+    }
+  };
+  expect_error(MatView{DType::IQ2_XXS, 256, 1, 66, w.data()}, check::dense_mat(y, 1, 1), ErrorKind::Unsupported);
+  expect_error(MatView{DType::Q4_0, 64, 2, 36, w.data()}, check::dense_mat(y, 1, 3), ErrorKind::InvalidArgument);
+  expect_error(MatView{DType::Q4_0, 48, 1, 36, w.data()}, check::dense_mat(y, 1, 1), ErrorKind::InvalidArgument);
+}
+
+TEST_CASE("get_rows converts the chosen rows of any type") {
+  check::Rng rng(3);
+  ThreadPool pool(3);
+  for (DType t : kWeightTypes) {
+    const int64_t cols = block_k(t, 2), rows = 11;
+    Weights table(t, rows, cols, rng, 7);
+    const std::vector<int32_t> ids = {3, 0, 10, 3, 7};
+    check::StridedF32 out(5, cols, 1);
+    ops::get_rows(pool, table.view, ids.data(), 5, out.mat());
+    std::vector<float> want(static_cast<size_t>(cols));
+    for (int64_t i = 0; i < 5; ++i) {
+      dequantize_row(t, table.view.row(ids[i]), want.data(), cols);
+      INFO(dtype_name(t), " row ", i);
+      CHECK(std::memcmp(out.row(i), want.data(), want.size() * sizeof(float)) == 0);
+    }
+    CHECK(out.guards_intact());
+  }
+  std::vector<float> table(4 * 8), out(8);
+  const int32_t bad = 4;
+  CHECK_THROWS_AS(ops::get_rows(pool, check::dense_view(table, 4, 8), &bad, 1, check::dense_mat(out, 1, 8)), Error);
+}
