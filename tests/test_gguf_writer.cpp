@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -238,4 +239,68 @@ TEST_CASE("add_tensor refuses what the reader would refuse") {
   w.remove("general.alignment");
   CHECK_FALSE(w.has("general.alignment"));
   CHECK(File::parse(w.to_bytes(), "x").alignment() == 32);
+}
+
+namespace {
+
+// The fuzzer's seed files (tests/fuzz/seeds/), made by the writer. Committed so `make fuzz`
+// needs no generation step; this test keeps them equal to what the writer produces (run with
+// EMBER_UPDATE_FUZZ_SEEDS=1 to rewrite them after an intended format change).
+std::vector<std::pair<std::string, std::vector<uint8_t>>> fuzz_seeds() {
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> seeds;
+  {
+    Writer w;
+    w.set_string("general.architecture", "llama");
+    w.set_u32("llama.block_count", 1);
+    w.set_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.set_bool("tokenizer.ggml.add_bos_token", true);
+    w.set_i64("t.i64", -3);
+    w.set_f64("t.f64", 2.5);
+    w.add_tensor("token_embd.weight", DType::Q4_0, {32, 2}, pattern(1));
+    w.add_tensor("output_norm.weight", DType::F32, {3}, pattern(2));
+    w.add_tensor("blk.0.attn_q.weight", DType::Q8_0, {32, 1, 1, 1}, pattern(3));
+    seeds.emplace_back("tiny_model.gguf", w.to_bytes());
+  }
+  {
+    Writer w;
+    w.set_string("tokenizer.ggml.model", "gpt2");
+    w.set_array_string("tokenizer.ggml.tokens", {"a", "b", "ab", "\xC4\xA0", "<s>"});
+    const std::vector<float> scores{0, -1, -2, -3, 0};
+    w.set_array_f32("tokenizer.ggml.scores", scores);
+    const std::vector<int32_t> types{1, 1, 1, 1, 3};
+    w.set_array_i32("tokenizer.ggml.token_type", types);
+    w.set_array_string("tokenizer.ggml.merges", {"a b"});
+    w.set_array_bool("t.bools", {true, false});
+    seeds.emplace_back("vocab_only.gguf", w.to_bytes());
+  }
+  {
+    Writer w;
+    w.set_u32("general.alignment", 64);
+    w.set_u16("t.u16", 9);
+    w.add_tensor("a", DType::F16, {4, 2}, pattern(4));
+    w.add_tensor("b", DType::Q6_K, {256}, pattern(5));
+    auto bytes = w.to_bytes();
+    bytes[4] = 2;  // version 2: same layout, exercises the v2 path
+    seeds.emplace_back("v2_align64.gguf", bytes);
+  }
+  return seeds;
+}
+
+}  // namespace
+
+TEST_CASE("the committed fuzz seeds are current writer output and parse") {
+  const std::filesystem::path dir = EMBER_SOURCE_DIR "/tests/fuzz/seeds";
+  const bool update = std::getenv("EMBER_UPDATE_FUZZ_SEEDS") != nullptr;
+  for (const auto& [name, bytes] : fuzz_seeds()) {
+    CAPTURE(name);
+    CHECK_NOTHROW(File::parse(bytes, name));
+    const auto path = dir / name;
+    if (update) {
+      std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    std::vector<uint8_t> committed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(committed == bytes);
+  }
 }
