@@ -1,0 +1,85 @@
+#include "cli/generation_flags.h"
+
+#include <charconv>
+
+#include "util/error.h"
+
+namespace ember::cli {
+
+void add_model_flags(CLI::App* cmd, GenerationFlags& f) {
+  cmd->add_option("-m,--model", f.model, "GGUF model file")->required();
+  cmd->add_option("-c,--ctx-size", f.ctx_values, "context size in tokens (0: the model's, at most 4096)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--cache-type-k", f.cache_type_k, "KV cache type for K (-ctk): f32, f16, q8_0, q4_0")
+      ->capture_default_str();
+  cmd->add_option("--cache-type-v", f.cache_type_v, "KV cache type for V (-ctv): f32, f16, q8_0, q4_0")
+      ->capture_default_str();
+  cmd->add_option("-b,--batch-size", f.n_batch, "prompt tokens per decode call")->capture_default_str();
+  cmd->add_option("-t,--threads", f.n_threads, "threads (0: all cores)");
+  cmd->add_flag("--context-shift", f.context_shift,
+                "when the context is full, drop the oldest half of the tokens and continue (default: stop)");
+  cmd->add_option("--keep", f.n_keep, "tokens kept at the start under --context-shift (after BOS)")
+      ->capture_default_str();
+  cmd->allow_extras();  // the values of -ctk/-ctv, see generation_flags.h
+}
+
+void add_sampling_flags(CLI::App* cmd, GenerationFlags& f) {
+  SamplingParams& s = f.sampling;
+  cmd->add_option("-s,--seed", f.seed, "random seed (-1: random, printed in the stats)")->capture_default_str();
+  cmd->add_option("--temp", s.temperature, "temperature (<= 0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", s.top_k, "top-k sampling (0: off)")->capture_default_str();
+  cmd->add_option("--top-p", s.top_p, "top-p sampling (1: off)")->capture_default_str();
+  cmd->add_option("--min-p", s.min_p, "min-p sampling (0: off)")->capture_default_str();
+  cmd->add_option("--repeat-penalty", s.repeat_penalty, "penalty for repeated tokens (1: off)")->capture_default_str();
+  cmd->add_option("--repeat-last-n", s.repeat_last_n, "tokens the penalties look back (0: off, -1: context)")
+      ->capture_default_str();
+  cmd->add_option("--presence-penalty", s.presence_penalty, "subtracted from tokens present in the window")
+      ->capture_default_str();
+  cmd->add_option("--frequency-penalty", s.frequency_penalty, "subtracted per occurrence in the window")
+      ->capture_default_str();
+}
+
+void finish_generation_flags(CLI::App* cmd, GenerationFlags& f) {
+  std::vector<std::string> extras = cmd->remaining();
+  size_t next_extra = 0;
+  int n_ctx = 0;
+  for (const std::string& v : f.ctx_values) {
+    if (v == "tk" || v == "tv") {
+      if (next_extra >= extras.size()) fail(ErrorKind::InvalidArgument, "-c{} needs a value: f32, f16, q8_0, q4_0", v);
+      (v == "tk" ? f.cache_type_k : f.cache_type_v) = extras[next_extra++];
+      continue;
+    }
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n_ctx);
+    if (ec != std::errc() || end != v.data() + v.size() || n_ctx < 0)
+      fail(ErrorKind::InvalidArgument, "-c '{}': expected a number of tokens (or -ctk/-ctv TYPE)", v);
+  }
+  if (next_extra < extras.size()) fail(ErrorKind::InvalidArgument, "unexpected argument '{}'", extras[next_extra]);
+  f.ctx_values = {std::to_string(n_ctx)};
+  if (f.n_batch < 1) fail(ErrorKind::InvalidArgument, "-b {} must be at least 1", f.n_batch);
+  if (f.n_threads < 0) fail(ErrorKind::InvalidArgument, "-t {} must be positive (0: all cores)", f.n_threads);
+  if (f.n_keep < 0) fail(ErrorKind::InvalidArgument, "--keep {} must be >= 0", f.n_keep);
+  if (f.seed < -1) fail(ErrorKind::InvalidArgument, "--seed {} must be >= 0 (or -1 for random)", f.seed);
+  validate(sampling_params(f));
+}
+
+ModelSetup model_setup(const GenerationFlags& f) {
+  ModelSetup s;
+  s.path = f.model;
+  s.n_threads = f.n_threads;
+  s.context.n_ctx = f.ctx_values.empty() ? 0 : std::stoi(f.ctx_values.back());
+  s.context.n_batch = f.n_batch;
+  s.context.n_ubatch = std::min(f.n_batch, 512);
+  s.context.k_type = parse_kv_type(f.cache_type_k, "-ctk");
+  s.context.v_type = parse_kv_type(f.cache_type_v, "-ctv");
+  s.context.policy = f.context_shift ? ContextPolicy::Shift : ContextPolicy::Error;
+  s.context.n_keep = f.n_keep;
+  return s;
+}
+
+SamplingParams sampling_params(const GenerationFlags& f) {
+  SamplingParams s = f.sampling;
+  if (f.seed >= 0) s.seed = static_cast<uint64_t>(f.seed);
+  return s;
+}
+
+}  // namespace ember::cli

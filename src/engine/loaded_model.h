@@ -1,0 +1,38 @@
+// Everything `run` and `chat` need before the first token: the mapped model, its tokenizer,
+// a thread pool and a context, loaded with a progress bar on a terminal.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backend/cpu/thread_pool.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ember {
+
+struct ModelSetup {
+  std::string path;
+  int n_threads = 0;  // 0: ThreadPool::default_threads()
+  ContextOptions context;
+  bool verbose = true;  // the loader's memory-plan lines on stderr
+};
+
+struct LoadedModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Context> context;
+  double load_ms = 0;  // model + tokenizer + context, wall clock
+};
+
+// Throws the loader's errors (Io, Format, Unsupported, OutOfMemory, InvalidArgument).
+LoadedModel load_model(const ModelSetup& setup);
+
+// "f16" -> DType::F16 for the KV cache types ember supports (f32, f16, q8_0, q4_0);
+// throws Error(InvalidArgument) naming the flag and the allowed values.
+DType parse_kv_type(const std::string& name, const char* flag);
+
+// What the context does when full, as one sentence for users.
+std::string describe_context_policy(const ContextOptions& options);
+
+}  // namespace ember

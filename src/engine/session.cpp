@@ -1,0 +1,140 @@
+#include "engine/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "model/model.h"
+#include "sampling/sampler_chain.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+
+namespace ember {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+}  // namespace
+
+Session::Session(Context& ctx, const Tokenizer& tok, SamplerChain& sampler)
+    : ctx_(ctx), tok_(tok), sampler_(sampler) {}
+
+int Session::n_ctx() const { return ctx_.n_ctx(); }
+
+void Session::clear() {
+  ctx_.kv_clear(0);
+  cached_.clear();
+}
+
+void Session::follow_shift(GenerationStats& stats) {
+  const size_t held = static_cast<size_t>(ctx_.kv_n_tokens(0));
+  if (held >= cached_.size()) return;
+  const size_t dropped = cached_.size() - held;
+  const size_t keep = static_cast<size_t>(std::max(0, ctx_.options().n_keep));
+  cached_.erase(cached_.begin() + static_cast<std::ptrdiff_t>(keep),
+                cached_.begin() + static_cast<std::ptrdiff_t>(keep + dropped));
+  stats.shifted_tokens += static_cast<int>(dropped);
+}
+
+bool Session::prefill(std::span<const int32_t> tokens, GenerationStats& stats) {
+  const size_t chunk = static_cast<size_t>(std::max(1, ctx_.options().n_batch));
+  Batch batch;
+  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    if (interrupt_requested()) return false;
+    const size_t end = std::min(tokens.size(), begin + chunk);
+    batch.clear();
+    for (size_t i = begin; i < end; ++i) batch.add(tokens[i], -1, 0, i + 1 == tokens.size());
+    const std::span<const float> logits = ctx_.decode(batch);
+    cached_.insert(cached_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(begin),
+                   tokens.begin() + static_cast<std::ptrdiff_t>(end));
+    follow_shift(stats);
+    if (end == tokens.size()) last_logits_.assign(logits.begin(), logits.end());
+  }
+  return true;
+}
+
+void Session::decode_one(int32_t token, GenerationStats& stats) {
+  Batch batch;
+  batch.add(token, -1, 0, true);
+  const std::span<const float> logits = ctx_.decode(batch);
+  cached_.push_back(token);
+  follow_shift(stats);
+  last_logits_.assign(logits.begin(), logits.end());
+}
+
+GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                   const TextSink& on_text) {
+  GenerationResult result;
+  GenerationStats& stats = result.stats;
+  stats.n_ctx = ctx_.n_ctx();
+  stats.prompt_tokens = static_cast<int>(prompt.size());
+  if (prompt.empty()) fail(ErrorKind::InvalidArgument, "the prompt is empty (no tokens to start from)");
+  if (prompt.size() > static_cast<size_t>(ctx_.n_ctx()))
+    fail(ErrorKind::ContextFull, "the prompt is {} tokens but the context holds only {} (raise -c)", prompt.size(),
+         ctx_.n_ctx());
+  const auto start = Clock::now();
+
+  // Reuse the cached prefix; at least the last prompt token is decoded again for its logits.
+  size_t common = 0;
+  while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
+  common = std::min(common, prompt.size() - 1);
+  if (cached_.size() > common) {
+    ctx_.kv_rollback(0, static_cast<int>(cached_.size() - common));
+    cached_.resize(common);
+  }
+  stats.reused_tokens = static_cast<int>(common);
+
+  const bool complete = prefill(prompt.subspan(common), stats);
+  stats.prompt_ms = ms_since(start);
+  const auto generation_start = Clock::now();
+  auto finish = [&](StopReason reason) {
+    stats.stop = reason;
+    stats.generation_ms = result.tokens.empty() ? 0.0 : ms_since(generation_start);
+    stats.context_used = static_cast<int>(cached_.size());
+    return result;
+  };
+  if (!complete) return finish(StopReason::Interrupted);
+
+  // The penalty window sees the context as it is now (prompt tokens included, as llama.cpp).
+  sampler_.reset_history();
+  for (int32_t t : cached_) sampler_.accept(t);
+
+  StreamingDecoder decoder(tok_, StreamingDecoder::LeadingSpace::Keep);
+  auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return;
+    result.text += piece;
+    if (on_text) on_text(piece);
+  };
+  const bool can_shift = ctx_.options().policy == ContextPolicy::Shift;
+  if (options.ignore_eos && eog_tokens_.empty())
+    for (int32_t id = 0; id < tok_.n_vocab(); ++id)
+      if (tok_.is_eog(id)) eog_tokens_.push_back(id);
+  for (;;) {
+    if (options.ignore_eos)
+      for (int32_t id : eog_tokens_)
+        if (static_cast<size_t>(id) < last_logits_.size()) last_logits_[static_cast<size_t>(id)] = -INFINITY;
+    const int32_t token = sampler_.sample(last_logits_);
+    if (result.tokens.empty()) stats.ttft_ms = ms_since(start);
+    if (tok_.is_eog(token)) {
+      emit(decoder.flush());
+      return finish(StopReason::EndOfGeneration);
+    }
+    result.tokens.push_back(token);
+    ++stats.generated_tokens;
+    emit(decoder.push(token));
+    StopReason reason;
+    bool stop = true;
+    if (options.max_tokens >= 0 && stats.generated_tokens >= options.max_tokens) reason = StopReason::TokenLimit;
+    else if (interrupt_requested()) reason = StopReason::Interrupted;
+    else if (!can_shift && cached_.size() >= static_cast<size_t>(ctx_.n_ctx())) reason = StopReason::ContextFull;
+    else stop = false;
+    if (stop) {
+      emit(decoder.flush());
+      return finish(reason);
+    }
+    decode_one(token, stats);
+  }
+}
+
+}  // namespace ember
