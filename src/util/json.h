@@ -1,0 +1,61 @@
+// A small JSON reader (RFC 8259) for the model tools: config.json, safetensors headers,
+// tokenizer.json. Objects keep their key order; numbers keep an exact int64 when they are
+// integers. Errors are Error(Format) naming the source and byte offset.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ember::json {
+
+class Value {
+ public:
+  enum class Kind { Null, Bool, Number, String, Array, Object };
+
+  Kind kind() const { return kind_; }
+  bool is_null() const { return kind_ == Kind::Null; }
+  bool is_bool() const { return kind_ == Kind::Bool; }
+  bool is_number() const { return kind_ == Kind::Number; }
+  bool is_string() const { return kind_ == Kind::String; }
+  bool is_array() const { return kind_ == Kind::Array; }
+  bool is_object() const { return kind_ == Kind::Object; }
+  bool is_integer() const { return kind_ == Kind::Number && is_int_; }
+
+  // Typed access; a wrong kind throws Error(Format) naming `what`.
+  bool as_bool(std::string_view what = "value") const;
+  double as_double(std::string_view what = "value") const;
+  int64_t as_int(std::string_view what = "value") const;  // integers only
+  const std::string& as_string(std::string_view what = "value") const;
+  const std::vector<Value>& as_array(std::string_view what = "value") const;
+  const std::vector<std::pair<std::string, Value>>& as_object(std::string_view what = "value") const;
+
+  // Object member or nullptr (also nullptr when this is not an object).
+  const Value* find(std::string_view key) const;
+  // Object member; throws Error(Format) naming the key when missing.
+  const Value& at(std::string_view key) const;
+
+  static Value make_null() { return Value(); }
+  static Value make_bool(bool b);
+  static Value make_number(double d, bool is_int, int64_t i);
+  static Value make_string(std::string s);
+  static Value make_array(std::vector<Value> a);
+  static Value make_object(std::vector<std::pair<std::string, Value>> o);
+
+ private:
+  Kind kind_ = Kind::Null;
+  bool b_ = false;
+  bool is_int_ = false;
+  int64_t i_ = 0;
+  double d_ = 0;
+  std::string s_;
+  std::vector<Value> a_;
+  std::vector<std::pair<std::string, Value>> o_;
+};
+
+// Parses a whole document (trailing whitespace only). `source` names it in errors.
+Value parse(std::string_view text, std::string_view source);
+
+}  // namespace ember::json
