@@ -1,0 +1,236 @@
+// Attention against two oracles: the reference loop (ops::reference::attention) and a naive
+// softmax(Q K^T * scale) V written below that materialises the full score matrix, over every
+// KV cache type, GQA / MQA / MHA, sliding window, logit soft-cap, unsorted rings with empty
+// slots, decode (1 query) and prefill (many), at every SIMD level with 1 and 3 threads.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/ops_reference.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/ops.h"
+#include "backend_check.h"
+#include "tensor/quant.h"
+#include "util/error.h"
+
+using namespace ember;
+
+namespace {
+
+// Both oracles and the tiled op read the same decoded K/V, so they differ only by f32
+// rounding and the vector exp: far inside the 5e-4 the contract allows for attention.
+constexpr double kAttentionNmse = 1e-6;
+
+// A KV ring of n_slots rows: `filled` tokens at positions first_pos.. placed in shuffled
+// slots, the other slots empty (-1). Rows are padded beyond what the type needs, as a
+// cache with aligned rows would be.
+struct Ring {
+  DType k_type, v_type;
+  int n_head_kv, head_dim;
+  size_t k_row_bytes, v_row_bytes;
+  std::vector<uint8_t> k, v;
+  std::vector<int32_t> pos;
+
+  Ring(check::Rng& rng, DType kt, DType vt, int n_head_kv_, int head_dim_, int64_t n_slots, int64_t filled,
+       int32_t first_pos)
+      : k_type(kt), v_type(vt), n_head_kv(n_head_kv_), head_dim(head_dim_) {
+    const int64_t row = static_cast<int64_t>(n_head_kv) * head_dim;
+    k_row_bytes = dtype_row_bytes(kt, row) + 16;
+    v_row_bytes = dtype_row_bytes(vt, row) + 8;
+    k.assign(static_cast<size_t>(n_slots) * k_row_bytes, 0xEE);
+    v.assign(static_cast<size_t>(n_slots) * v_row_bytes, 0xEE);
+    pos.assign(static_cast<size_t>(n_slots), -1);
+    std::vector<int64_t> slots(static_cast<size_t>(n_slots));
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), rng.engine());
+    for (int64_t i = 0; i < filled; ++i) {
+      const int64_t slot = slots[static_cast<size_t>(i)];
+      pos[static_cast<size_t>(slot)] = first_pos + static_cast<int32_t>(i);
+      const auto kr = rng.uniform(static_cast<size_t>(row));
+      const auto vr = rng.uniform(static_cast<size_t>(row), -2.0f, 2.0f);
+      ops::store_row(kr.data(), row, kt, k.data() + slot * k_row_bytes);
+      ops::store_row(vr.data(), row, vt, v.data() + slot * v_row_bytes);
+    }
+  }
+  KVView view() const {
+    return KVView{k_type, v_type, k.data(), v.data(), k_row_bytes, v_row_bytes, pos.data(),
+                  static_cast<int64_t>(pos.size())};
+  }
+  // All rows decoded to f32 (n_slots x n_head_kv * head_dim).
+  std::vector<float> decoded(bool values) const {
+    const int64_t row = static_cast<int64_t>(n_head_kv) * head_dim;
+    std::vector<float> out(pos.size() * static_cast<size_t>(row));
+    for (size_t j = 0; j < pos.size(); ++j)
+      dequantize_row(values ? v_type : k_type, (values ? v.data() + j * v_row_bytes : k.data() + j * k_row_bytes),
+                     out.data() + j * row, row);
+    return out;
+  }
+};
+
+// The textbook formula, one head at a time, with the whole n_q x n_slots score matrix:
+//   S = Q_h K_g^T * scale; S = c tanh(S / c); S[masked] = -inf; O_h = softmax(S) V_g
+std::vector<float> naive_attention(const std::vector<float>& q, const std::vector<int32_t>& q_pos, const Ring& ring,
+                                   const AttentionParams& p) {
+  const int64_t n_q = static_cast<int64_t>(q_pos.size());
+  const int64_t n_kv = static_cast<int64_t>(ring.pos.size());
+  const int d = p.head_dim;
+  const int64_t kv_row = static_cast<int64_t>(p.n_head_kv) * d;
+  const auto K = ring.decoded(false), V = ring.decoded(true);
+  std::vector<float> out(static_cast<size_t>(n_q * p.n_head * d), 0.0f);
+  std::vector<double> S(static_cast<size_t>(n_q * n_kv));
+  for (int h = 0; h < p.n_head; ++h) {
+    const int g = h / (p.n_head / p.n_head_kv);
+    for (int64_t i = 0; i < n_q; ++i)
+      for (int64_t j = 0; j < n_kv; ++j) {
+        double s = 0.0;
+        for (int x = 0; x < d; ++x) s += static_cast<double>(q[(i * p.n_head + h) * d + x]) * K[j * kv_row + g * d + x];
+        s *= p.scale;
+        if (p.softcap > 0) s = p.softcap * std::tanh(s / p.softcap);
+        const int32_t kp = ring.pos[static_cast<size_t>(j)], qp = q_pos[static_cast<size_t>(i)];
+        const bool masked = kp < 0 || kp > qp || (p.window > 0 && qp - kp >= p.window);
+        S[i * n_kv + j] = masked ? -INFINITY : s;
+      }
+    for (int64_t i = 0; i < n_q; ++i) {
+      double* row = &S[i * n_kv];
+      const double mx = *std::max_element(row, row + n_kv);
+      if (mx == -INFINITY) continue;  // nothing visible: output stays zero
+      double sum = 0.0;
+      for (int64_t j = 0; j < n_kv; ++j) sum += row[j] = std::exp(row[j] - mx);
+      for (int x = 0; x < d; ++x) {
+        double o = 0.0;
+        for (int64_t j = 0; j < n_kv; ++j) o += row[j] / sum * V[j * kv_row + g * d + x];
+        out[(i * p.n_head + h) * d + x] = static_cast<float>(o);
+      }
+    }
+  }
+  return out;
+}
+
+struct AttnCase {
+  DType k_type, v_type;
+  int n_head, n_head_kv, head_dim;
+  int64_t n_slots, filled, n_q;
+  int window;
+  float softcap;
+  std::string label() const {
+    return std::string("K ") + dtype_name(k_type) + " V " + dtype_name(v_type) + " heads " + std::to_string(n_head) +
+           "/" + std::to_string(n_head_kv) + " d " + std::to_string(head_dim) + " slots " + std::to_string(filled) +
+           "/" + std::to_string(n_slots) + " q " + std::to_string(n_q) + " window " + std::to_string(window) +
+           " softcap " + std::to_string(softcap);
+  }
+};
+
+void run_case(const AttnCase& c, check::Rng& rng) {
+  INFO(c.label());
+  // Keys at positions 0 .. filled-1; the queries are the last n_q of them (a prompt chunk
+  // already stored in the ring, or the one decode token).
+  const Ring ring(rng, c.k_type, c.v_type, c.n_head_kv, c.head_dim, c.n_slots, c.filled, 0);
+  std::vector<int32_t> q_pos(static_cast<size_t>(c.n_q));
+  for (int64_t i = 0; i < c.n_q; ++i) q_pos[static_cast<size_t>(i)] = static_cast<int32_t>(c.filled - c.n_q + i);
+  const int64_t cols = static_cast<int64_t>(c.n_head) * c.head_dim;
+  const auto q = rng.uniform(static_cast<size_t>(c.n_q * cols), -1.5f, 1.5f);
+  AttentionParams p{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.window,
+                    c.softcap};
+
+  std::vector<float> want(q.size());
+  ops::reference::attention(check::dense_view(q, c.n_q, cols), q_pos.data(), ring.view(), p,
+                            check::dense_mat(want, c.n_q, cols));
+  check::expect_close(want, naive_attention(q, q_pos, ring, p), 1e-10, "reference vs naive");
+
+  for (SimdLevel level : check::simd_levels()) {
+    check::ScopedSimdLevel scoped(level);
+    for (int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      check::StridedF32 qs(q, c.n_q, cols, 5), out(c.n_q, cols, 3);
+      ops::attention(pool, qs.view(), q_pos.data(), ring.view(), p, out.mat());
+      check::expect_close(out.dense(), want, kAttentionNmse,
+                          std::string("tiled ") + simd_level_name(level) + " t" + std::to_string(threads));
+      CHECK(out.guards_intact());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("attention matches the reference and a naive softmax(QK^T)V for every cache type") {
+  check::Rng rng(21);
+  const std::pair<DType, DType> types[] = {{DType::F32, DType::F32},
+                                           {DType::F16, DType::F16},
+                                           {DType::Q8_0, DType::Q8_0},
+                                           {DType::Q4_0, DType::Q4_0},
+                                           {DType::F16, DType::Q8_0}};
+  struct Heads {
+    int n_head, n_head_kv, head_dim;
+  };
+  // GQA 4:2 at d 64, MQA 3:1 at d 32, MHA 2:2 at d 16 (heads straddle q8_0/q4_0 blocks),
+  // GQA 8:1 at d 128.
+  const Heads heads[] = {{4, 2, 64}, {3, 1, 32}, {2, 2, 16}, {8, 1, 128}};
+  struct Ctx {
+    int64_t n_slots, filled, n_q;
+  };
+  // decode in a part-filled ring, prefill chunks, a ring big enough to be split across threads
+  const Ctx ctxs[] = {{1, 1, 1}, {37, 30, 1}, {70, 70, 9}, {200, 180, 45}, {700, 650, 1}};
+  int variant = 0;
+  for (const auto& [kt, vt] : types)
+    for (const Heads& h : heads)
+      for (const Ctx& x : ctxs) {
+        // window and soft-cap take turns so every combination of them meets every type
+        const int window = (variant % 4 == 1 || variant % 4 == 3) ? 24 : 0;
+        const float softcap = (variant % 4 >= 2) ? 1.5f : 0.0f;
+        ++variant;
+        if (h.head_dim == 128 && x.n_slots == 200) continue;  // keep the suite quick
+        run_case(AttnCase{kt, vt, h.n_head, h.n_head_kv, h.head_dim, x.n_slots, x.filled, x.n_q, window, softcap}, rng);
+      }
+}
+
+TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 8)") {
+  check::Rng rng(22);
+  for (DType t : {DType::F32, DType::F16})
+    for (int d : {20, 36}) run_case(AttnCase{t, t, 6, 3, d, 90, 77, 5, 0, 0.0f}, rng);
+}
+
+TEST_CASE("attention of a query that sees no key is zero") {
+  check::Rng rng(23);
+  // ring positions 10..49; query at position 5 (before all of them), one at 12 with window 1
+  const Ring ring(rng, DType::F16, DType::F16, 1, 32, 40, 40, 10);
+  const auto q = rng.uniform(2 * 32);
+  const std::vector<int32_t> q_pos{5, 12};
+  for (SimdLevel level : check::simd_levels()) {
+    check::ScopedSimdLevel scoped(level);
+    ThreadPool pool(3);
+    std::vector<float> out(q.size(), 99.0f);
+    AttentionParams p{1, 1, 32, 0.2f, 0, 0.0f};
+    ops::attention(pool, check::dense_view(q, 2, 32), q_pos.data(), ring.view(), p, check::dense_mat(out, 2, 32));
+    for (int x = 0; x < 32; ++x) CHECK(out[x] == 0.0f);
+    // with window 1 the query at 12 sees exactly the key at 12: out = that V row
+    p.window = 1;
+    ops::attention(pool, check::dense_view(q, 2, 32), q_pos.data(), ring.view(), p, check::dense_mat(out, 2, 32));
+    const auto V = ring.decoded(true);
+    const size_t slot = static_cast<size_t>(std::find(ring.pos.begin(), ring.pos.end(), 12) - ring.pos.begin());
+    for (int x = 0; x < 32; ++x) CHECK(out[32 + x] == doctest::Approx(V[slot * 32 + x]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("attention rejects inconsistent arguments with a clear error") {
+  check::Rng rng(24);
+  const Ring ring(rng, DType::Q8_0, DType::Q8_0, 2, 32, 8, 8, 0);
+  std::vector<float> q(3 * 32), out(q.size());
+  const int32_t pos[] = {7};
+  ThreadPool pool(1);
+  const AttentionParams bad_group{3, 2, 32, 1.0f, 0, 0.0f};  // 3 heads over 2 KV heads
+  CHECK_THROWS_AS(ops::attention(pool, check::dense_view(q, 1, 96), pos, ring.view(), bad_group,
+                                 check::dense_mat(out, 1, 96)),
+                  Error);
+  KVView odd = ring.view();
+  odd.k_type = DType::Q4_K;
+  const AttentionParams ok{2, 2, 32, 1.0f, 0, 0.0f};
+  CHECK_THROWS_AS(ops::attention(pool, check::dense_view(q, 1, 64), pos, odd, ok, check::dense_mat(out, 1, 64)), Error);
+  KVView short_rows = ring.view();
+  short_rows.k_row_bytes = 10;
+  CHECK_THROWS_AS(ops::attention(pool, check::dense_view(q, 1, 64), pos, short_rows, ok, check::dense_mat(out, 1, 64)),
+                  Error);
+}
