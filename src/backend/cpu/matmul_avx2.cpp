@@ -140,38 +140,73 @@ struct Family32 {
 };
 
 // ---------------------------------------------------------------- k-quants
-// Per super-block: d, dmin, int16 scale and min per 16-element group (x = d*sc*u - dmin*m),
-// and codes(j): the 32 unsigned codes of elements 32j .. 32j+31.
-struct KScales {
+// A decoder gives, per super-block: d and dmin (x = d*sc*u - dmin*m per group), codes(j):
+// the 32 unsigned codes of elements 32j .. 32j+31, scales(j): their int16 scales as
+// maddubs pairs them (lanes 0-7 elements 32j..32j+15, lanes 8-15 the rest), and
+// mins_dot(bsums): 8 int32 lanes summing to sum_g m_g * bsum_g.
+
+// Shuffle controls that broadcast int16 scales held in both 128-bit lanes of a register
+// (constant tables, not vector statics: nothing AVX2 may run before the CPU check).
+// per32[j]: scale j everywhere. per16[q]: scale 2q in the low lane, 2q+1 in the high one.
+struct ScaleShuffles {
+  alignas(32) uint8_t per32[8][32];
+  alignas(32) uint8_t per16[4][32];
+};
+constexpr ScaleShuffles make_shuffles() {
+  ScaleShuffles t{};
+  for (int j = 0; j < 8; ++j)
+    for (int b = 0; b < 32; ++b) t.per32[j][b] = static_cast<uint8_t>(2 * j + (b & 1));
+  for (int q = 0; q < 4; ++q)
+    for (int b = 0; b < 32; ++b) t.per16[q][b] = static_cast<uint8_t>(4 * q + (b >= 16 ? 2 : 0) + (b & 1));
+  return t;
+}
+constexpr ScaleShuffles kShuf = make_shuffles();
+
+// Eight 6-bit (scale, min) pairs of Q4_K/Q5_K: bytes 0-3 hold scales 0-3 (low 6 bits), bytes
+// 4-7 mins 0-3; scales/mins 4-7 take their low nibbles from bytes 8-11 and their top two
+// bits from the top bits of bytes 0-3 / 4-7. Word-wide, all eight at once.
+struct Scales32 {
   float d, dmin;
-  alignas(32) int16_t sc[16];
-  alignas(32) int16_t m[16];
-  __m256i scales(int j) const { return _mm256_set_m128i(_mm_set1_epi16(sc[2 * j + 1]), _mm_set1_epi16(sc[2 * j])); }
-  __m256i mins() const { return _mm256_load_si256(reinterpret_cast<const __m256i*>(m)); }
+  __m256i sc;    // the 8 scales as int16, in both 128-bit lanes
+  __m256i mins;  // the 8 mins as int32
+  void load_k4(const uint8_t* s, uint16_t dh, uint16_t dminh) {
+    d = half(dh);
+    dmin = half(dminh);
+    uint32_t a, b, c;
+    std::memcpy(&a, s, 4);
+    std::memcpy(&b, s + 4, 4);
+    std::memcpy(&c, s + 8, 4);
+    const uint64_t scales = (a & 0x3f3f3f3fu) | (uint64_t{(c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)} << 32);
+    const uint64_t mins8 = (b & 0x3f3f3f3fu) | (uint64_t{((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u)} << 32);
+    sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(scales))));
+    mins = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(mins8)));
+  }
+  __m256i scales(int j) const { return _mm256_shuffle_epi8(sc, loadu(kShuf.per32[j])); }
+  // sum_j m_j * (bsum_2j + bsum_2j+1)
+  __m256i mins_dot(__m256i bsums) const {
+    return _mm256_mullo_epi32(mins, _mm256_madd_epi16(bsums, _mm256_set1_epi16(1)));
+  }
 };
 
-inline void scales_k4(const uint8_t* s, KScales& o) {
-  for (int j = 0; j < 8; ++j) {
-    int sc, m;
-    if (j < 4) {
-      sc = s[j] & 63;
-      m = s[j + 4] & 63;
-    } else {
-      sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-      m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-    o.sc[2 * j] = o.sc[2 * j + 1] = static_cast<int16_t>(sc);
-    o.m[2 * j] = o.m[2 * j + 1] = static_cast<int16_t>(m);
+// Sixteen int16 scales and mins, one per 16-element group (Q2_K, Q3_K, Q6_K).
+struct Scales16 {
+  float d, dmin;
+  __m256i lo, hi;  // scales 0-7 / 8-15 as int16, in both lanes
+  __m256i m;       // the 16 mins as int16
+  void set(const int16_t sc[16], const int16_t mn[16]) {
+    lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 8)));
+    m = loadu(mn);
   }
-}
+  __m256i scales(int j) const { return _mm256_shuffle_epi8(j < 4 ? lo : hi, loadu(kShuf.per16[j % 4])); }
+  __m256i mins_dot(__m256i bsums) const { return _mm256_madd_epi16(m, bsums); }
+};
 
-struct DecQ4_K : KScales {
+struct DecQ4_K : Scales32 {
   using Block = block_q4_K;
   const uint8_t* qs;
   void load(const Block& b) {
-    d = half(b.d);
-    dmin = half(b.dmin);
-    scales_k4(b.scales, *this);
+    load_k4(b.scales, b.d, b.dmin);
     qs = b.qs;
   }
   __m256i codes(int j) const {
@@ -179,14 +214,12 @@ struct DecQ4_K : KScales {
   }
 };
 
-struct DecQ5_K : KScales {
+struct DecQ5_K : Scales32 {
   using Block = block_q5_K;
   const uint8_t* qs;
   __m256i qh;
   void load(const Block& b) {
-    d = half(b.d);
-    dmin = half(b.dmin);
-    scales_k4(b.scales, *this);
+    load_k4(b.scales, b.d, b.dmin);
     qs = b.qs;
     qh = loadu(b.qh);
   }
@@ -197,17 +230,17 @@ struct DecQ5_K : KScales {
   }
 };
 
-struct DecQ6_K : KScales {
+struct DecQ6_K : Scales16 {
   using Block = block_q6_K;
   const uint8_t* ql;
   const uint8_t* qh;
   void load(const Block& b) {
     d = half(b.d);
     dmin = d;  // u = q + 32, so x = d*sc*u - d*(32*sc)
-    for (int g = 0; g < 16; ++g) {
-      sc[g] = b.scales[g];
-      m[g] = static_cast<int16_t>(32 * b.scales[g]);
-    }
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)));
+    lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+    hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+    m = _mm256_slli_epi16(sc16, 5);
     ql = b.ql;
     qh = b.qh;
   }
@@ -219,16 +252,17 @@ struct DecQ6_K : KScales {
   }
 };
 
-struct DecQ2_K : KScales {
+struct DecQ2_K : Scales16 {
   using Block = block_q2_K;
   const uint8_t* qs;
   void load(const Block& b) {
     d = half(b.d);
     dmin = half(b.dmin);
-    for (int g = 0; g < 16; ++g) {
-      sc[g] = b.scales[g] & 15;
-      m[g] = b.scales[g] >> 4;
-    }
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(packed, _mm_set1_epi8(15)));
+    lo = _mm256_permute2x128_si256(sc16, sc16, 0x00);
+    hi = _mm256_permute2x128_si256(sc16, sc16, 0x11);
+    m = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(15)));
     qs = b.qs;
   }
   __m256i codes(int j) const {
@@ -236,19 +270,21 @@ struct DecQ2_K : KScales {
   }
 };
 
-struct DecQ3_K : KScales {
+struct DecQ3_K : Scales16 {
   using Block = block_q3_K;
   const uint8_t* qs;
   const uint8_t* hmask;
   void load(const Block& b) {
     d = half(b.d);
     dmin = d;  // u = q + 4, so x = d*sc*u - d*(4*sc)
+    int16_t sc[16], mn[16];
     for (int g = 0; g < 16; ++g) {
-      const int lo = (b.scales[g % 8] >> (4 * (g / 8))) & 15;
-      const int hi = (b.scales[8 + g % 4] >> (2 * (g / 4))) & 3;
-      sc[g] = static_cast<int16_t>((lo | (hi << 4)) - 32);
-      m[g] = static_cast<int16_t>(4 * sc[g]);
+      const int low = (b.scales[g % 8] >> (4 * (g / 8))) & 15;
+      const int high = (b.scales[8 + g % 4] >> (2 * (g / 4))) & 3;
+      sc[g] = static_cast<int16_t>((low | (high << 4)) - 32);
+      mn[g] = static_cast<int16_t>(4 * sc[g]);
     }
+    set(sc, mn);
     qs = b.qs;
     hmask = b.hmask;
   }
@@ -290,7 +326,7 @@ struct FamilyK {
       for (int j = 0; j < RN; ++j) {
         const __m256i bsums = loadu(a[j][b].bsums);
         for (int i = 0; i < RM; ++i) {
-          const __m256 mins = _mm256_cvtepi32_ps(_mm256_madd_epi16(dec[i].mins(), bsums));
+          const __m256 mins = _mm256_cvtepi32_ps(dec[i].mins_dot(bsums));
           acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dec[i].d * a[j][b].d), _mm256_cvtepi32_ps(isum[i][j]), acc[i][j]);
           acc[i][j] = _mm256_fnmadd_ps(_mm256_set1_ps(dec[i].dmin * a[j][b].d), mins, acc[i][j]);
         }
