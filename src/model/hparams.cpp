@@ -21,11 +21,13 @@ std::optional<float> arch_f32(const gguf::File& file, const Hparams& hp, const c
 std::vector<int> arch_per_layer(const gguf::File& file, const Hparams& hp, const char* key, int fallback) {
   const std::string k = key_of(hp, key);
   std::vector<int> out(hp.n_layer, fallback);
-  if (const gguf::ArrayView* arr = file.find_array(k)) {
+  const gguf::KeyValue* kv = file.find(k);
+  if (kv && kv->type == gguf::ValueType::ARRAY) {
+    const gguf::ArrayView* arr = &kv->array;
     if (arr->size() != static_cast<uint64_t>(hp.n_layer))
       fail(ErrorKind::Format, "{}: {} has {} entries for {} layers", file.source(), k, arr->size(), hp.n_layer);
     for (int il = 0; il < hp.n_layer; ++il) out[il] = static_cast<int>(arr->int_at(il));
-  } else if (file.has(k)) {
+  } else if (kv) {
     std::fill(out.begin(), out.end(), static_cast<int>(file.get_u32(k)));
   }
   return out;
