@@ -69,23 +69,28 @@ void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y);
 // out[t] = table[ids[t]] converted to f32.
 void get_rows(ThreadPool& pool, const MatView& table, const int32_t* ids, int64_t n, F32Mat out);
 // y = x / sqrt(mean(x^2) + eps) * (one_plus_w ? 1 + w : w); w may be null (no weight).
+// y may alias x (in place).
 void rms_norm(ThreadPool& pool, const MatView& x, const float* w, float eps, bool one_plus_w, F32Mat y);
 // In place on x (rows = tokens, cols = n_heads * head_dim), pos[t] = position of row t.
+// Positions may be negative (rotations compose: rope(p) then rope(-d) = rope(p - d)).
 void rope(ThreadPool& pool, F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p);
 // Elementwise on equal shapes; b may broadcast one row over all rows of a (b.rows == 1).
 void add(ThreadPool& pool, F32Mat a, const MatView& b);   // a += b
 void mul(ThreadPool& pool, F32Mat a, const MatView& b);   // a *= b
 void scale(ThreadPool& pool, F32Mat a, float s);          // a *= s
-void softmax(ThreadPool& pool, F32Mat a);                 // row-wise, numerically stable
+void softmax(ThreadPool& pool, F32Mat a);                 // row-wise, stable; all -inf row -> zeros
 // Gated units: out = act(gate) * up. SiLU(x) = x*sigmoid(x); GELU with the tanh approximation.
+// out may alias gate or up.
 void swiglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out);
 void geglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out);
 // Causal attention of q (rows = query tokens, cols = n_head * head_dim) at positions q_pos
 // over the KV ring: a key at position kp is visible to a query at qp when kp <= qp (and
 // qp - kp < window). Tiled online softmax; never materialises the full score matrix.
+// A query that sees no key (all masked or empty slots) gets a zero output row.
 void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const KVView& kv,
                const AttentionParams& p, F32Mat out);
-// Writes one f32 row into a KV ring slot in the cache's type (quantizing as needed).
+// Writes one f32 row into a KV ring slot in the cache's type (quantizing as needed);
+// n must be a multiple of the type's block size (32 for q8_0 / q4_0).
 void store_row(const float* src, int64_t n, DType type, void* dst);
 
 }  // namespace ops
