@@ -56,12 +56,15 @@ inline __m256i fifth_bits(const uint8_t qh[4]) {
 
 // ---------------------------------------------------------------- 32-element formats
 // load() returns the block's 32 codes; kSigned formats are x = d * q, the others x = d*u + m.
+// Q4_0/Q5_0 stay unsigned (x = d*u - 8d): cheaper than the sign trick, the bias goes into
+// the offset term with the activation block sums.
 struct DecQ4_0 {
   using Block = block_q4_0;
-  static constexpr bool kSigned = true;
-  static __m256i load(const Block& b, float* d, float*) {
+  static constexpr bool kSigned = false;
+  static __m256i load(const Block& b, float* d, float* m) {
     *d = half(b.d);
-    return _mm256_sub_epi8(nibbles_32(b.qs), _mm256_set1_epi8(8));
+    *m = -8.0f * *d;
+    return nibbles_32(b.qs);
   }
 };
 struct DecQ4_1 {
@@ -75,10 +78,11 @@ struct DecQ4_1 {
 };
 struct DecQ5_0 {
   using Block = block_q5_0;
-  static constexpr bool kSigned = true;
-  static __m256i load(const Block& b, float* d, float*) {
+  static constexpr bool kSigned = false;
+  static __m256i load(const Block& b, float* d, float* m) {
     *d = half(b.d);
-    return _mm256_sub_epi8(_mm256_or_si256(nibbles_32(b.qs), fifth_bits(b.qh)), _mm256_set1_epi8(16));
+    *m = -16.0f * *d;
+    return _mm256_or_si256(nibbles_32(b.qs), fifth_bits(b.qh));
   }
 };
 struct DecQ5_1 {
