@@ -1,0 +1,23 @@
+// Measures the machine's memory read bandwidth: the ceiling of every memory-bound kernel
+// (decode-time matvec reads each weight once per token). Used by `ember bench-ops` and
+// `ember bench` to print results as a percentage of what the hardware allows.
+#pragma once
+#include <cstddef>
+
+namespace ember {
+
+class ThreadPool;
+
+struct ReadBandwidth {
+  double gb_per_s = 0.0;  // 1e9 bytes per second, median over the repetitions
+  double min_gb_per_s = 0.0;
+  double max_gb_per_s = 0.0;
+  size_t bytes = 0;       // buffer size read per repetition
+  int threads = 0;
+};
+
+// Reads a `bytes` buffer (choose it well above the last-level cache) with all of the pool's
+// threads, `reps` times after one warm-up pass, and reports the median.
+ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes = size_t{512} << 20, int reps = 7);
+
+}  // namespace ember
