@@ -30,13 +30,13 @@ TEST_CASE("prefill in one batch agrees with token-by-token decode") {
   for (const char* arch : {"llama", "gemma3"}) {
     const Golden g = load_golden(arch);
     auto model = Model::load(tiny_model(arch), quiet_load());
-    ThreadPool pool(2);
+    ThreadPool pool(1);
     Context a(*model, opts(), pool), b(*model, opts(), pool);
     const size_t n = 96;
     const std::vector<float> batched = run_batch(a, g.tokens, 0, n);
     const std::vector<float> single = run_one_by_one(b, g.tokens, 0, n);
     const Agreement r = compare(batched, single.data(), n, g.n_vocab);
-    MESSAGE(arch << ": batch vs one-by-one max |diff| " << r.max_abs << ", top-1 agreement " << r.top1);
+    MESSAGE(std::string(arch) << ": batch vs one-by-one max |diff| " << r.max_abs << ", top-1 agreement " << r.top1);
     CHECK(r.max_abs <= 1e-3 * r.max_ref);
     CHECK(r.top1 == 1.0);
   }
@@ -46,7 +46,7 @@ TEST_CASE("rollback then re-decode equals the plain run") {
   for (const char* arch : {"llama", "qwen3", "gemma3"}) {
     const Golden g = load_golden(arch);
     auto model = Model::load(tiny_model(arch), quiet_load());
-    ThreadPool pool(2);
+    ThreadPool pool(1);
     Context plain(*model, opts(), pool), rolled(*model, opts(), pool);
     // plain: 70 tokens then the 10 "accepted" ones; rolled: 70, 10 "draft" tokens (another
     // slice of the sequence), rollback 10, then the same 10 accepted ones.
@@ -58,14 +58,14 @@ TEST_CASE("rollback then re-decode equals the plain run") {
     rolled.kv_rollback(0, 10);
     CHECK(rolled.kv_next_pos(0) == 70);
     const std::vector<float> got = run_batch(rolled, g.tokens, 70, 80);
-    CHECK_MESSAGE(bit_equal(got, want), arch);
+    CHECK_MESSAGE(bit_equal(got, want), std::string(arch));
   }
 }
 
 TEST_CASE("rollback deeper than a sliding-window ring keeps is refused") {
   const Golden g = load_golden("gemma3");
   auto model = Model::load(tiny_model("gemma3"), quiet_load());
-  ThreadPool pool(2);
+  ThreadPool pool(1);
   Context ctx(*model, opts(256, 8), pool);  // local rings hold window 24 + ubatch 8 = 32 slots
   run_batch(ctx, g.tokens, 0, 100);
   CHECK_NOTHROW(ctx.kv_rollback(0, 5));
@@ -76,7 +76,7 @@ TEST_CASE("rollback deeper than a sliding-window ring keeps is refused") {
 TEST_CASE("greedy decoding is bit-reproducible run to run") {
   const Golden g = load_golden("qwen3");
   auto model = Model::load(tiny_model("qwen3"), quiet_load());
-  ThreadPool pool(2);
+  ThreadPool pool(2);  // threads split rows; the result must not depend on scheduling
   std::vector<float> runs[2];
   for (auto& out : runs) {
     Context ctx(*model, opts(), pool);
@@ -94,48 +94,52 @@ TEST_CASE("greedy decoding is bit-reproducible run to run") {
 }
 
 TEST_CASE("quantized KV caches stay close to f16") {
-  const Golden g = load_golden("llama");
-  auto model = Model::load(tiny_model("llama"), quiet_load());
-  ThreadPool pool(2);
-  auto run = [&](DType kt, DType vt) {
+  // The f32-weight model: with quantized weights the engine also quantizes activations, and
+  // any KV perturbation re-rolls that rounding noise, hiding what the KV type itself costs.
+  const Golden g = load_golden("llama-f32");
+  auto model = Model::load(tiny_model("llama-f32"), quiet_load());
+  ThreadPool pool(1);
+  auto run = [&](DType type) {
     ContextOptions o = opts();
-    o.k_type = kt;
-    o.v_type = vt;
+    o.k_type = o.v_type = type;
     Context ctx(*model, o, pool);
     std::vector<float> l = run_batch(ctx, g.tokens, 0, 100);
     auto more = run_one_by_one(ctx, g.tokens, 100, 150);
     l.insert(l.end(), more.begin(), more.end());
     return std::make_pair(l, ctx.kv_bytes_per_token());
   };
-  const auto [f16, f16_bytes] = run(DType::F16, DType::F16);
-  const auto [f32, f32_bytes] = run(DType::F32, DType::F32);
-  const auto [q8, q8_bytes] = run(DType::Q8_0, DType::Q8_0);
-  const auto [q4, q4_bytes] = run(DType::Q4_0, DType::Q4_0);
-  // 3 layers x 2 (K, V) x 64 elements per token: f32 1536 B, f16 768 B, q8_0 816 B... per
-  // 32 elements q8_0 takes 34 bytes and q4_0 18.
-  CHECK(f32_bytes == 3 * 2 * 64 * 4);
-  CHECK(f16_bytes == 3 * 2 * 64 * 2);
-  CHECK(q8_bytes == 3 * 2 * 2 * 34);
-  CHECK(q4_bytes == 3 * 2 * 2 * 18);
+  const auto [f32, f32_bytes] = run(DType::F32);
+  const auto [f16, f16_bytes] = run(DType::F16);
+  const auto [q8, q8_bytes] = run(DType::Q8_0);
+  const auto [q4, q4_bytes] = run(DType::Q4_0);
+  // 2 layers x (K + V) x 32 elements per token; q8_0 blocks are 34 bytes per 32, q4_0 18.
+  CHECK(f32_bytes == 2 * 2 * 32 * 4);
+  CHECK(f16_bytes == 2 * 2 * 32 * 2);
+  CHECK(q8_bytes == 2 * 2 * 34);
+  CHECK(q4_bytes == 2 * 2 * 18);
   const size_t rows = 150;
-  const Agreement r32 = compare(f32, f16.data(), rows, g.n_vocab);
-  const Agreement r8 = compare(q8, f16.data(), rows, g.n_vocab);
-  const Agreement r4 = compare(q4, f16.data(), rows, g.n_vocab);
-  MESSAGE("KV f32 vs f16: max |diff| " << r32.max_abs << " top-1 " << r32.top1 << "; q8_0: " << r8.max_abs << " top-1 "
-                                       << r8.top1 << "; q4_0: " << r4.max_abs << " top-1 " << r4.top1
-                                       << " (logit scale " << r8.max_ref << ")");
-  CHECK(r32.max_abs < 0.01 * r32.max_ref);
-  CHECK(r8.max_abs < 0.02 * r8.max_ref);
-  CHECK(r8.top1 >= 0.97);
-  CHECK(r4.max_abs < 0.15 * r4.max_ref);
-  CHECK(r4.top1 >= 0.85);
+  const Agreement r32 = compare(f32, g.row(0), rows, g.n_vocab);
+  const Agreement r16 = compare(f16, g.row(0), rows, g.n_vocab);
+  const Agreement r8 = compare(q8, g.row(0), rows, g.n_vocab);
+  const Agreement r4 = compare(q4, g.row(0), rows, g.n_vocab);
+  MESSAGE("KV type vs the f64 reference, max |logit err| (scale " << r16.max_ref << "): f32 " << r32.max_abs << ", f16 "
+                                                                  << r16.max_abs << ", q8_0 " << r8.max_abs << " (top-1 "
+                                                                  << r8.top1 << "), q4_0 " << r4.max_abs << " (top-1 "
+                                                                  << r4.top1 << ")");
+  CHECK(r32.max_abs < 1e-5 * r32.max_ref);
+  CHECK(r16.max_abs < 1e-3 * r16.max_ref);
+  CHECK(r8.max_abs < 0.01 * r8.max_ref);
+  CHECK(r8.top1 >= 0.98);
+  CHECK(r4.max_abs < 0.08 * r4.max_ref);
+  CHECK(r4.top1 >= 0.9);
   CHECK(r4.max_abs > r8.max_abs);  // 4-bit must cost more than 8-bit, or the type was ignored
+  CHECK(r8.max_abs > r16.max_abs);
 }
 
 TEST_CASE("two sequences in one batch match two separate runs") {
   const Golden g = load_golden("qwen2");
   auto model = Model::load(tiny_model("qwen2"), quiet_load());
-  ThreadPool pool(2);
+  ThreadPool pool(1);
   ContextOptions o = opts();
   o.n_seq = 2;
   Context both(*model, o, pool), single(*model, opts(), pool);
@@ -159,7 +163,7 @@ TEST_CASE("two sequences in one batch match two separate runs") {
 TEST_CASE("a full context errors with token counts by default") {
   const Golden g = load_golden("llama");
   auto model = Model::load(tiny_model("llama"), quiet_load());
-  ThreadPool pool(2);
+  ThreadPool pool(1);
   Context ctx(*model, opts(64, 32), pool);
   run_batch(ctx, g.tokens, 0, 60);
   try {
@@ -175,7 +179,7 @@ TEST_CASE("a full context errors with token counts by default") {
 TEST_CASE("context shift keeps n_keep tokens and continues") {
   const Golden g = load_golden("llama");
   auto model = Model::load(tiny_model("llama"), quiet_load());
-  ThreadPool pool(2);
+  ThreadPool pool(1);
   ContextOptions o = opts(64, 16);
   o.policy = ContextPolicy::Shift;
   o.n_keep = 4;

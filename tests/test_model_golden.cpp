@@ -30,7 +30,7 @@ static void check_family(const std::string& arch, double rel_tol, DType kv_type 
   const Golden g = load_golden(arch);
   auto model = Model::load(tiny_model(arch), quiet_load());
   REQUIRE(model->hparams().n_vocab == g.n_vocab);
-  ThreadPool pool(2);
+  ThreadPool pool(1);
   ContextOptions o;
   o.n_ctx = 256;
   o.n_ubatch = 64;  // > window for gemma3 (24), so the sliding rings wrap during prefill

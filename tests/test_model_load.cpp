@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gguf/gguf.h"
 #include "models/model_support.h"
 #include "util/error.h"
 
