@@ -2,7 +2,9 @@
 // whose concatenation is the vocabulary token with the highest score (leftmost on ties), as
 // sentencepiece's bpe_model does. Characters that never become tokens fall back to <0xNN> byte
 // tokens (or UNK when the vocabulary has none).
-#include <queue>
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
 
 #include "tokenizer/tokenizer_tables.h"
 #include "tokenizer/unicode.h"
@@ -28,9 +30,12 @@ struct Candidate {
 
 }  // namespace
 
-void spm_encode(const Vocab& v, const TokenizerTables& t, std::string_view text, std::vector<int32_t>& out) {
-  std::vector<Symbol> sym;
-  sym.reserve(text.size());
+namespace {
+
+// Merges one stretch of text that no merge can extend beyond.
+void encode_stretch(const Vocab& v, const TokenizerTables& t, std::string_view text,
+                    std::vector<Symbol>& sym, std::vector<Candidate>& heap, std::vector<int32_t>& out) {
+  sym.clear();
   for (size_t i = 0; i < text.size();) {
     const uint32_t len = unicode::decode_utf8(text, i).len;
     const auto idx = static_cast<int32_t>(sym.size());
@@ -44,18 +49,21 @@ void spm_encode(const Vocab& v, const TokenizerTables& t, std::string_view text,
     const int32_t id = v.find(text.substr(start, len));
     return (id >= 0 && t.mergeable[id]) ? id : -1;
   };
-  std::priority_queue<Candidate> queue;
+  heap.clear();
   auto consider = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
     const uint32_t len = sym[left].len + sym[right].len;
     const int32_t id = token_of(sym[left].start, len);
-    if (id >= 0) queue.push({v.tokens[id].score, left, right, len});
+    if (id < 0) return;
+    heap.push_back({v.tokens[id].score, left, right, len});
+    std::push_heap(heap.begin(), heap.end());
   };
   for (int32_t i = 1; i < static_cast<int32_t>(sym.size()); ++i) consider(i - 1, i);
 
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    const Candidate c = heap.back();
+    heap.pop_back();
     Symbol& l = sym[c.left];
     Symbol& r = sym[c.right];
     // Stale when either side was merged elsewhere since the candidate was queued.
@@ -85,6 +93,37 @@ void spm_encode(const Vocab& v, const TokenizerTables& t, std::string_view text,
       }
     }
   }
+}
+
+}  // namespace
+
+void spm_encode(const Vocab& v, const TokenizerTables& t, std::string_view text, std::vector<int32_t>& out) {
+  std::vector<Symbol> sym;
+  std::vector<Candidate> heap;
+  // Stretches (mostly words) repeat: remember each one's ids for the rest of this text.
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;  // -> [begin, end) in out
+  auto encode_cached = [&](std::string_view stretch) {
+    if (const auto it = seen.find(stretch); it != seen.end()) {
+      const auto [b, e] = it->second;
+      for (size_t k = b; k < e; ++k) out.push_back(out[k]);
+      return;
+    }
+    const size_t begin = out.size();
+    encode_stretch(v, t, stretch, sym, heap, out);
+    seen.emplace(stretch, std::pair{begin, out.size()});
+  };
+  size_t stretch = 0;
+  char32_t prev = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto d = unicode::decode_utf8(text, i);
+    if (i > stretch && !t.joinable_pairs.count((static_cast<uint64_t>(prev) << 21) | d.cp)) {
+      encode_cached(text.substr(stretch, i - stretch));
+      stretch = i;
+    }
+    prev = d.cp;
+    i += d.len;
+  }
+  encode_cached(text.substr(stretch));
 }
 
 }  // namespace ember

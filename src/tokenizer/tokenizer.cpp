@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer_tables.h"
@@ -98,6 +99,19 @@ TokenizerTables::TokenizerTables(const Vocab& v) {
         break;
     }
   }
+  if (spm) {
+    for (int32_t id = 0; id < n; ++id) {
+      if (!mergeable[id]) continue;
+      const std::string& text = v.tokens[id].text;
+      char32_t prev = 0;
+      for (size_t i = 0; i < text.size();) {
+        const auto d = unicode::decode_utf8(text, i);
+        if (i > 0) joinable_pairs.insert((static_cast<uint64_t>(prev) << 21) | d.cp);
+        prev = d.cp;
+        i += d.len;
+      }
+    }
+  }
   for (int b = 0; b < 256; ++b) {
     if (spm) {
       const int32_t id = v.find(fmt::format("<0x{:02X}>", b));
@@ -107,6 +121,7 @@ TokenizerTables::TokenizerTables(const Vocab& v) {
     }
   }
   merges.reserve(v.merges.size());
+  std::string joined;
   for (size_t rank = 0; rank < v.merges.size(); ++rank) {
     const std::string& m = v.merges[rank];
     const size_t sp = m.find(' ', 1);  // "left right"; byte-level parts never contain a space
@@ -115,7 +130,9 @@ TokenizerTables::TokenizerTables(const Vocab& v) {
     const std::string_view right(m.data() + sp + 1, m.size() - sp - 1);
     const int32_t l = v.find(left);
     const int32_t r = v.find(right);
-    const int32_t result = v.find(std::string(left) + std::string(right));
+    joined.assign(left);
+    joined.append(right);
+    const int32_t result = v.find(joined);
     if (l < 0 || r < 0 || result < 0) continue;  // cannot apply: parts not in the vocabulary
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
     merges.emplace(key, BpeMerge{static_cast<int32_t>(rank), result});  // first (lowest rank) wins
@@ -147,6 +164,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   }
   bool after_special = true;  // SentencePiece adds its space prefix at the start and after specials
   std::vector<std::string_view> pieces;
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;  // pre-token -> [begin, end) in out
   auto on_text = [&](std::string_view seg) {
     if (v.model == VocabModel::SentencePiece) {
       std::string escaped = (v.add_space_prefix && after_special) ? std::string(kSpmSpace) : std::string();
@@ -155,7 +173,17 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     } else {
       pieces.clear();
       pretokenize(t.pre, seg, pieces);
-      for (std::string_view p : pieces) bpe_encode_piece(v, t, p, out);
+      for (std::string_view p : pieces) {
+        // Pre-tokens (words) repeat: reuse the ids of an earlier occurrence in this text.
+        if (const auto it = seen.find(p); it != seen.end()) {
+          const auto [b, e] = it->second;
+          for (size_t k = b; k < e; ++k) out.push_back(out[k]);
+          continue;
+        }
+        const size_t begin = out.size();
+        bpe_encode_piece(v, t, p, out);
+        seen.emplace(p, std::pair{begin, out.size()});
+      }
     }
     after_special = false;
   };

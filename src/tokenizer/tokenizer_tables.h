@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tokenizer/pretokenizer.h"
@@ -23,6 +24,10 @@ struct TokenizerTables {
   std::vector<std::string> pieces;       // the bytes each token decodes to
   std::array<int32_t, 256> byte_token;   // token of a raw byte: <0xNN> (SPM), its stand-in (BPE)
   std::vector<uint8_t> mergeable;        // SPM: token may be the result of a merge (normal text)
+  // SPM: (a << 21 | b) for every pair of adjacent characters a, b inside a mergeable token. No
+  // merge can join two characters whose pair is absent, so the text splits there into
+  // independent stretches (words, in practice) that are merged separately.
+  std::unordered_set<uint64_t> joinable_pairs;
   std::unordered_map<uint64_t, BpeMerge> merges;  // (left id << 32 | right id) -> merge
   SpecialMatcher specials;               // control, unknown and user-defined tokens
   SpecialMatcher user_defined;           // user-defined tokens only (matched even without parse_special)
