@@ -70,16 +70,18 @@ void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y) {
     args.a_stride = row_bytes;
   }
 
-  // Split the weight rows (in groups of 8, a multiple of every micro-tile height) when there
+  // Split the weight rows (in groups of 12, a multiple of every micro-tile height) when there
   // are enough of them: each thread then reads its own slice of W once per token block.
   // Otherwise (few rows, many tokens) split the tokens.
   const int64_t rows = w.rows, tokens = x.rows;
   const int nth = pool.size();
-  const bool split_rows = rows >= 8 * nth || tokens < nth;
+  constexpr int64_t kGroup = 12;
+  const bool split_rows = rows >= kGroup * nth || tokens < nth;
   pool.run([&](int ith, int n) {
     if (split_rows) {
-      const int64_t groups = (rows + 7) / 8;
-      const int64_t r0 = std::min(rows, groups * ith / n * 8), r1 = std::min(rows, groups * (ith + 1) / n * 8);
+      const int64_t groups = (rows + kGroup - 1) / kGroup;
+      const int64_t r0 = std::min(rows, groups * ith / n * kGroup);
+      const int64_t r1 = std::min(rows, groups * (ith + 1) / n * kGroup);
       if (r0 < r1) kernel->tile(args, r0, r1, 0, tokens);
     } else {
       const int64_t c0 = tokens * ith / n, c1 = tokens * (ith + 1) / n;

@@ -392,6 +392,16 @@ struct FamilyFloat {
 // Runs Fam::micro over a range: full RM x RN tiles, edges with the 1-row / 1-token variants.
 template <class Fam, int RM, int RN>
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (c1 - c0 < RN) {
+    // Too few tokens for a full tile (decode): matvec per token, 4 rows at a time, which
+    // measured faster than RM rows when nothing is shared across tokens.
+    for (int64_t c = c0; c < c1; ++c) {
+      int64_t r = r0;
+      for (; r + 4 <= r1; r += 4) Fam::template micro<4, 1>(p, r, c);
+      for (; r < r1; ++r) Fam::template micro<1, 1>(p, r, c);
+    }
+    return;
+  }
   for_each_tile<RM, RN>(
       r0, r1, c0, c1, [&](int64_t r, int64_t c) { Fam::template micro<RM, RN>(p, r, c); },
       [&](int64_t r, int rm, int64_t c, int rn) {
@@ -406,19 +416,29 @@ void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
       });
 }
 
-const MatmulKernel kF32{ActFormat::F32, tile<FamilyFloat<DType::F32>, 4, 2>};
-const MatmulKernel kF16{ActFormat::F32, tile<FamilyFloat<DType::F16>, 4, 2>};
-const MatmulKernel kBF16{ActFormat::F32, tile<FamilyFloat<DType::BF16>, 4, 2>};
-const MatmulKernel kQ4_0{ActFormat::Q8S, tile<Family32<DecQ4_0>, 4, 2>};
-const MatmulKernel kQ4_1{ActFormat::Q8S, tile<Family32<DecQ4_1>, 4, 2>};
-const MatmulKernel kQ5_0{ActFormat::Q8S, tile<Family32<DecQ5_0>, 4, 2>};
-const MatmulKernel kQ5_1{ActFormat::Q8S, tile<Family32<DecQ5_1>, 4, 2>};
-const MatmulKernel kQ8_0{ActFormat::Q8S, tile<Family32<DecQ8_0>, 4, 2>};
-const MatmulKernel kQ2_K{ActFormat::Q8K, tile<FamilyK<DecQ2_K>, 4, 2>};
-const MatmulKernel kQ3_K{ActFormat::Q8K, tile<FamilyK<DecQ3_K>, 4, 2>};
-const MatmulKernel kQ4_K{ActFormat::Q8K, tile<FamilyK<DecQ4_K>, 4, 2>};
-const MatmulKernel kQ5_K{ActFormat::Q8K, tile<FamilyK<DecQ5_K>, 4, 2>};
-const MatmulKernel kQ6_K{ActFormat::Q8K, tile<FamilyK<DecQ6_K>, 4, 2>};
+// Micro-tile shapes (rows x tokens), chosen by measurement on Zen (see bench-ops).
+#ifndef EMBER_TILE_F
+#define EMBER_TILE_F 3, 4
+#endif
+#ifndef EMBER_TILE_32
+#define EMBER_TILE_32 3, 4
+#endif
+#ifndef EMBER_TILE_K
+#define EMBER_TILE_K 3, 4
+#endif
+const MatmulKernel kF32{ActFormat::F32, tile<FamilyFloat<DType::F32>, EMBER_TILE_F>};
+const MatmulKernel kF16{ActFormat::F32, tile<FamilyFloat<DType::F16>, EMBER_TILE_F>};
+const MatmulKernel kBF16{ActFormat::F32, tile<FamilyFloat<DType::BF16>, EMBER_TILE_F>};
+const MatmulKernel kQ4_0{ActFormat::Q8S, tile<Family32<DecQ4_0>, EMBER_TILE_32>};
+const MatmulKernel kQ4_1{ActFormat::Q8S, tile<Family32<DecQ4_1>, EMBER_TILE_32>};
+const MatmulKernel kQ5_0{ActFormat::Q8S, tile<Family32<DecQ5_0>, EMBER_TILE_32>};
+const MatmulKernel kQ5_1{ActFormat::Q8S, tile<Family32<DecQ5_1>, EMBER_TILE_32>};
+const MatmulKernel kQ8_0{ActFormat::Q8S, tile<Family32<DecQ8_0>, EMBER_TILE_32>};
+const MatmulKernel kQ2_K{ActFormat::Q8K, tile<FamilyK<DecQ2_K>, EMBER_TILE_K>};
+const MatmulKernel kQ3_K{ActFormat::Q8K, tile<FamilyK<DecQ3_K>, EMBER_TILE_K>};
+const MatmulKernel kQ4_K{ActFormat::Q8K, tile<FamilyK<DecQ4_K>, EMBER_TILE_K>};
+const MatmulKernel kQ5_K{ActFormat::Q8K, tile<FamilyK<DecQ5_K>, EMBER_TILE_K>};
+const MatmulKernel kQ6_K{ActFormat::Q8K, tile<FamilyK<DecQ6_K>, EMBER_TILE_K>};
 
 }  // namespace
 
