@@ -29,23 +29,34 @@ bool more_bits(int layer, int n_layer) {
   return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
-TypePlan::TypePlan(FileType file_type, int n_layer, bool has_output)
-    : ft_(std::move(file_type)), n_layer_(n_layer), has_output_(has_output) {}
+TypePlan::TypePlan(FileType file_type, int n_layer, bool has_output, const std::vector<std::string>& file_order)
+    : ft_(std::move(file_type)), n_layer_(n_layer), has_output_(has_output) {
+  int n_attn_v = 0, n_ffn_down = 0;
+  for (const std::string& name : file_order) {
+    if (ends_with(name, ".attn_v.weight")) ordinals_[name] = n_attn_v++;
+    if (ends_with(name, ".ffn_down.weight")) ordinals_[name] = n_ffn_down++;
+  }
+}
+
+int TypePlan::ordinal(std::string_view name) const {
+  if (auto it = ordinals_.find(name); it != ordinals_.end()) return it->second;
+  return layer_of(name);
+}
 
 DType TypePlan::type_for(std::string_view name, const std::vector<int64_t>& shape) const {
   if (shape.size() <= 1 || !ends_with(name, ".weight")) return DType::F32;           // rule 1
   if (is_float_type(ft_.base)) return ft_.base;                                      // rule 2
   DType t = ft_.base;
   const bool is_output = name == "output.weight" || (!has_output_ && name == "token_embd.weight");
-  const int layer = layer_of(name);
+  const int i = ordinal(name);
   if (is_output) {
     if (t != DType::Q8_0) t = shape[0] % QK_K == 0 ? DType::Q6_K : DType::Q8_0;     // rule 3
-  } else if (layer >= 0 && ends_with(name, ".attn_v.weight")) {
-    if (ft_.mix && more_bits(layer, n_layer_)) t = DType::Q6_K;                       // rule 4
-    else if (ft_.name == "Q4_K" && layer < 4) t = DType::Q5_K;                        // rule 5
-  } else if (layer >= 0 && ends_with(name, ".ffn_down.weight")) {
-    if (ft_.mix && more_bits(layer, n_layer_)) t = DType::Q6_K;                       // rule 4
-    else if (ft_.name == "Q4_K" && layer < n_layer_ / 8) t = DType::Q5_K;             // rule 5
+  } else if (i >= 0 && ends_with(name, ".attn_v.weight")) {
+    if (ft_.mix && more_bits(i, n_layer_)) t = DType::Q6_K;                           // rule 4
+    else if (ft_.name == "Q4_K" && i < 4) t = DType::Q5_K;                            // rule 5
+  } else if (i >= 0 && ends_with(name, ".ffn_down.weight")) {
+    if (ft_.mix && more_bits(i, n_layer_)) t = DType::Q6_K;                           // rule 4
+    else if (ft_.name == "Q4_K" && i < n_layer_ / 8) t = DType::Q5_K;                 // rule 5
   }
   return fallback_type(t, shape[0]);                                                 // rule 6
 }

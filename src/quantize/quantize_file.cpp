@@ -34,7 +34,9 @@ QuantizeReport quantize_file(const std::string& in_path, const std::string& out_
   const gguf::File in = gguf::File::open(in_path);
   if (in.find_u32("split.count").value_or(1) > 1)
     fail(ErrorKind::Unsupported, "{}: split GGUF files are not supported; merge them first", in_path);
-  const TypePlan plan(type, block_count(in), in.find_tensor("output.weight") != nullptr);
+  std::vector<std::string> order;
+  for (const gguf::TensorInfo& t : in.tensors()) order.emplace_back(t.name);
+  const TypePlan plan(type, block_count(in), in.find_tensor("output.weight") != nullptr, order);
 
   gguf::Writer w;
   w.copy_metadata(in, is_split_key);
