@@ -2,6 +2,7 @@
 // from the family's documented format, recognition of real template texts, and the fallbacks.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 

@@ -139,8 +139,15 @@ TokenizerTables::TokenizerTables(const Vocab& v) {
   }
 }
 
+namespace {
+Vocab indexed(Vocab v) {
+  v.build_index();  // a hand-made Vocab may not have one yet
+  return v;
+}
+}  // namespace
+
 Tokenizer::Tokenizer(Vocab vocab)
-    : vocab_(std::make_shared<const Vocab>(std::move(vocab))),
+    : vocab_(std::make_shared<const Vocab>(indexed(std::move(vocab)))),
       tables_(std::make_shared<const TokenizerTables>(*vocab_)),
       add_bos_(vocab_->add_bos),
       add_eos_(vocab_->add_eos) {}

@@ -52,9 +52,38 @@ const char* token_type_name(TokenType t) {
   return "?";
 }
 
-int32_t Vocab::find(std::string_view text) const {
-  const auto it = text_to_id.find(text);
-  return it == text_to_id.end() ? -1 : it->second;
+namespace {
+uint64_t hash_text(std::string_view s) {  // FNV-1a, then a final mix for the low bits
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h ^ (h >> 29);
+}
+}  // namespace
+
+void TokenIndex::build(const std::vector<TokenEntry>& tokens) {
+  size_t cap = 16;
+  while (cap < tokens.size() * 2) cap <<= 1;  // load factor <= 0.5
+  slots_.assign(cap, -1);
+  mask_ = cap - 1;
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    const std::string& text = tokens[id].text;
+    if (text.empty()) continue;  // can never be matched
+    for (uint64_t i = hash_text(text) & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i] < 0) {
+        slots_[i] = static_cast<int32_t>(id);
+        break;
+      }
+      if (tokens[slots_[i]].text == text) break;  // duplicate text: keep the first id
+    }
+  }
+}
+
+int32_t TokenIndex::find(const std::vector<TokenEntry>& tokens, std::string_view text) const {
+  if (slots_.empty()) return -1;
+  for (uint64_t i = hash_text(text) & mask_;; i = (i + 1) & mask_) {
+    const int32_t id = slots_[i];
+    if (id < 0 || tokens[id].text == text) return id;
+  }
 }
 
 Vocab Vocab::from_gguf(const gguf::File& f) {
@@ -84,7 +113,6 @@ Vocab Vocab::from_gguf(const gguf::File& f) {
   }
 
   v.tokens.resize(n);
-  v.text_to_id.reserve(n);
   for (uint64_t i = 0; i < n; ++i) {
     TokenEntry& t = v.tokens[i];
     t.text = std::string(tokens->string_at(i));
@@ -93,10 +121,9 @@ Vocab Vocab::from_gguf(const gguf::File& f) {
       const int64_t ty = types->int_at(i);
       t.type = (ty >= 0 && ty <= 6) ? static_cast<TokenType>(ty) : TokenType::Undefined;
     }
-    // The first of duplicate texts wins; empty texts can never be matched.
-    if (!t.text.empty()) v.text_to_id.emplace(t.text, static_cast<int32_t>(i));
   }
 
+  v.build_index();
   const int n_vocab = static_cast<int>(n);
   const bool spm = v.model == VocabModel::SentencePiece;
   if (spm) {

@@ -2,10 +2,8 @@
 // merges, special ids and flags. Plain data plus the lookups the tokenizers need.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace ember {
@@ -24,12 +22,17 @@ struct TokenEntry {
   TokenType type = TokenType::Normal;
 };
 
-// Hash for string keys that also accepts string_view lookups without allocating.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+// Token text -> id: open addressing over a power-of-two table of ids (compact and cache-friendly:
+// lookups dominate both loading merges and tokenizing).
+class TokenIndex {
+ public:
+  void build(const std::vector<TokenEntry>& tokens);  // the first of equal texts wins
+  int32_t find(const std::vector<TokenEntry>& tokens, std::string_view text) const;  // -1 if absent
+
+ private:
+  std::vector<int32_t> slots_;  // token id or -1
+  uint64_t mask_ = 0;
 };
-using TextToId = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
 struct SpecialIds {  // -1 = absent
   int32_t bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1, sep = -1;
@@ -39,7 +42,7 @@ struct Vocab {
   VocabModel model = VocabModel::SentencePiece;
   std::string pre = "default";  // tokenizer.ggml.pre (byte-level BPE only)
   std::vector<TokenEntry> tokens;
-  TextToId text_to_id;
+  TokenIndex index;                 // built by from_gguf / build_index()
   std::vector<std::string> merges;  // "left right", in rank order (byte-level BPE)
   SpecialIds special;
   bool add_bos = false;
@@ -50,7 +53,8 @@ struct Vocab {
 
   static Vocab from_gguf(const gguf::File& f);  // throws Error(Format/Unsupported)
 
-  int32_t find(std::string_view text) const;  // -1 when absent
+  void build_index() { index.build(tokens); }  // after changing `tokens` by hand
+  int32_t find(std::string_view text) const { return index.find(tokens, text); }  // -1 when absent
   int n_tokens() const { return static_cast<int>(tokens.size()); }
 };
 
