@@ -34,7 +34,8 @@ open(out, "w", encoding="utf-8").write(data)
 PY
 
 median() { sort -n | sed -n 2p; }
-seconds() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
+# CPU seconds (user + system): steadier than wall time on a shared machine.
+seconds() { /usr/bin/time -f "%U + %S" "$@" 2>&1 >/dev/null | tail -1 | bc; }
 printf '%-16s %-7s %9s %9s %10s %8s\n' vocabulary type load_s tokenize_s MB_per_s tokens
 for v in llama-spm phi-3 baichuan gpt-2 falcon deepseek-llm deepseek-coder refact starcoder mpt gpt-neox; do
   model=$vocab/ggml-vocab-$v.gguf
