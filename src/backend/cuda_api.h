@@ -1,6 +1,8 @@
 // What the host code may ask of the CUDA backend. When ember is built without CUDA these
-// calls report "not built" instead of failing to link.
+// calls exist too (backend/cuda_stub.cpp): queries report "not built", work throws
+// Error(Unsupported), so callers and tests compile and link the same in both builds.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace ember::cuda {
@@ -8,5 +10,12 @@ namespace ember::cuda {
 bool built();              // compiled with the CUDA backend
 int device_count();        // 0 when not built or no device/driver is present
 std::string device_name(int device);
+
+// y = rms_norm(x) on device 0, for tests and tools: uploads x (rows x dim, row-major f32) and
+// w (dim floats, or null for no weight), runs the kernel, downloads y. The same contract as
+// ops::rms_norm. Throws Error(Unsupported) without CUDA or a device, InvalidArgument for a
+// bad shape.
+void rms_norm_f32(const float* x_host, const float* w_host, float* y_host, int64_t rows, int64_t dim, float eps,
+                  bool one_plus_w);
 
 }  // namespace ember::cuda

@@ -1,10 +1,18 @@
-// Host-side fallbacks for builds without nvcc; cuda/device.cu provides the real ones.
+// Host-side fallbacks for builds without nvcc; cuda/*.cu provide the real ones.
 #include "backend/cuda_api.h"
 
 #if !defined(EMBER_HAVE_CUDA)
+#include "util/error.h"
+
 namespace ember::cuda {
+
 bool built() { return false; }
 int device_count() { return 0; }
 std::string device_name(int) { return {}; }
+
+void rms_norm_f32(const float*, const float*, float*, int64_t, int64_t, float, bool) {
+  fail(ErrorKind::Unsupported, "cuda rms_norm: ember was built without CUDA");
+}
+
 }  // namespace ember::cuda
 #endif
