@@ -42,8 +42,18 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   fn(0, n_threads_);
-  // Wait for the workers; they finish within the same op, so spinning is the right call.
-  while (pending_.load(std::memory_order_acquire) != 0) EMBER_CPU_RELAX();
+  // Wait for the workers: they usually finish within the same op, so spin first; on an
+  // oversubscribed machine a worker may be descheduled, and spinning would then only burn
+  // the time slice it needs, so fall back to sleeping on the counter.
+  int left = pending_.load(std::memory_order_acquire);
+  for (int spin = 0; left != 0 && spin < kSpinIterations; ++spin) {
+    EMBER_CPU_RELAX();
+    left = pending_.load(std::memory_order_acquire);
+  }
+  while (left != 0) {
+    pending_.wait(left, std::memory_order_acquire);
+    left = pending_.load(std::memory_order_acquire);
+  }
   job_ = nullptr;
 }
 
@@ -79,7 +89,7 @@ void ThreadPool::worker_loop(int ith) {
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
     (*job_)(ith, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }
 
