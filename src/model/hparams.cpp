@@ -65,6 +65,8 @@ void read_common_hparams(const gguf::File& file, Hparams& hp) {
   hp.head_dim_v = static_cast<int>(arch_u32(file, hp, "attention.value_length").value_or(hp.head_dim));
   require_positive(file, key_of(hp, "attention.key_length"), hp.head_dim, kMaxDim);
   require_positive(file, key_of(hp, "attention.value_length"), hp.head_dim_v, kMaxDim);
+  if (hp.head_dim_v != hp.head_dim)  // the attention op takes one head size for K and V
+    fail(ErrorKind::Unsupported, "{}: key length {} differs from value length {}", file.source(), hp.head_dim, hp.head_dim_v);
 
   hp.n_ff = arch_per_layer(file, hp, "feed_forward_length", 0);
   for (int v : hp.n_ff) require_positive(file, key_of(hp, "feed_forward_length"), v, 1 << 24);
