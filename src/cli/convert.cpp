@@ -32,7 +32,9 @@ void print_stats(const std::string& out, const convert::ConvertStats& s, double 
 void add_convert(CLI::App& app) {
   auto* convert = app.add_subcommand("convert", "Convert llama2.c or Hugging Face checkpoints to GGUF");
   convert->require_subcommand(1);
+  // One options struct per subcommand: CLI11 writes defaults into the bound variables.
   auto opt = std::make_shared<ConvertOptions>();
+  auto hopt = std::make_shared<ConvertOptions>();
 
   auto* l2c = convert->add_subcommand("llama2c", "llama2.c checkpoint (run.c format) + tokenizer.bin -> llama GGUF");
   l2c->add_option("model", opt->model, "llama2.c checkpoint (.bin)")->required();
@@ -54,11 +56,11 @@ void add_convert(CLI::App& app) {
   });
 
   auto* hf = convert->add_subcommand("hf", "Hugging Face folder (config.json, *.safetensors, tokenizer) -> GGUF");
-  hf->add_option("dir", opt->dir, "model folder")->required();
-  hf->add_option("-o,--output", opt->out, "output GGUF path")->required();
-  hf->add_option("--type", opt->type, "weight type: f32, f16, bf16, q8_0 (norms stay f32)")->default_val("f16");
-  hf->add_option("-t,--threads", opt->threads, "threads (default: all cores)");
-  hf->callback([opt] {
+  hf->add_option("dir", hopt->dir, "model folder")->required();
+  hf->add_option("-o,--output", hopt->out, "output GGUF path")->required();
+  hf->add_option("--type", hopt->type, "weight type: f32, f16, bf16, q8_0 (norms stay f32)")->default_val("f16");
+  hf->add_option("-t,--threads", hopt->threads, "threads (default: all cores)");
+  hf->callback([opt = hopt] {
     set_exit_code(guarded("convert hf", [&] {
       const auto t0 = std::chrono::steady_clock::now();
       const quantize::FileType ft = quantize::parse_file_type(opt->type);
