@@ -75,6 +75,34 @@ TEST_CASE("matmul matches the reference for every weight type, level and thread 
   }
 }
 
+TEST_CASE("extreme codes over a long row do not overflow the integer accumulators") {
+  // Every weight and activation at the edge of its code range, signs aligned so all
+  // products add up: the worst case for the int16 pair sums and int32 block sums.
+  const int64_t k = 4096, rows = 5, tokens = 5;
+  std::vector<float> xs(static_cast<size_t>(tokens * k));
+  for (int64_t i = 0; i < tokens * k; ++i) xs[i] = (i % 3 == 0 ? -100.0f : 100.0f);
+  MatView xv = check::dense_view(xs, tokens, k);
+  for (DType t : kWeightTypes) {
+    const size_t rb = dtype_row_bytes(t, k);
+    std::vector<uint8_t> wb(rb * rows);
+    std::vector<float> src(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < k; ++i) src[i] = (i % 3 == 0 ? -1.0f : 1.0f) * (r + 1);
+      quantize_row_reference(t, src.data(), wb.data() + r * rb, k);
+    }
+    MatView wv{t, k, rows, rb, wb.data()};
+    std::vector<float> want(static_cast<size_t>(tokens * rows));
+    ops::reference::matmul(wv, xv, check::dense_mat(want, tokens, rows));
+    for (SimdLevel level : check::simd_levels()) {
+      check::ScopedSimdLevel scoped(level);
+      ThreadPool pool(2);
+      std::vector<float> got(want.size());
+      ops::matmul(pool, wv, xv, check::dense_mat(got, tokens, rows));
+      check::expect_close(got, want, 5e-4, std::string(dtype_name(t)) + " saturated, " + simd_level_name(level));
+    }
+  }
+}
+
 TEST_CASE("float weights allow any row length") {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     check_matmul(t, 5, 7, 37, 100);
