@@ -8,7 +8,8 @@
 //   before and post_ffw_norm after the FFN; per-head attn_q_norm / attn_k_norm before RoPE.
 // - GELU(tanh)-gated FFN, neox RoPE.
 // - Layers alternate: 5 sliding-window (local) layers, then 1 global layer (llama.cpp's
-//   swa pattern 6: layer il is global when (il + 1) % 6 == 0). Local layers use
+//   swa pattern 6: layer il is global when (il + 1) % 6 == 0; no window key: all global;
+//   final_logit_softcapping is honoured when present, as llama.cpp does). Local layers use
 //   rope base 10000 without scaling; global layers use rope.freq_base and rope scaling.
 // - Query scale 1/sqrt(head_dim) (27B: 1/sqrt(n_embd / n_head), query_pre_attn_scalar).
 // - Output head tied to token_embd unless output.weight exists.
@@ -68,10 +69,9 @@ struct Gemma3 final : ArchModel {
 
 void read_hparams(const gguf::File& file, Hparams& hp) {
   hp.rope_neox = true;
+  // Without a sliding window (key absent or 0) every layer is global, as llama.cpp does.
   hp.n_swa = static_cast<int>(arch_u32(file, hp, "attention.sliding_window").value_or(0));
-  if (hp.n_swa <= 0)
-    fail(ErrorKind::Format, "{}: gemma3.attention.sliding_window is missing or zero", file.source());
-  for (int il = 0; il < hp.n_layer; ++il) hp.layer_swa[il] = (il + 1) % kSwaPattern != 0;
+  for (int il = 0; il < hp.n_layer; ++il) hp.layer_swa[il] = hp.n_swa > 0 && (il + 1) % kSwaPattern != 0;
   hp.rope_freq_base_swa = kLocalRopeBase;
   hp.rope_freq_scale_swa = 1.0f;
   // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim).
