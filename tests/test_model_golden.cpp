@@ -57,7 +57,7 @@ static void check_family(const std::string& arch, double rel_tol, DType kv_type 
 TEST_CASE("llama with f32 weights matches the numpy reference to rounding") {
   check_family("llama-f32", 1e-5, DType::F32);
 }
-TEST_CASE("llama matches the numpy reference") { check_family("llama", 0.02); }
-TEST_CASE("qwen2 matches the numpy reference") { check_family("qwen2", 0.02); }
-TEST_CASE("qwen3 matches the numpy reference") { check_family("qwen3", 0.02); }
-TEST_CASE("gemma3 matches the numpy reference") { check_family("gemma3", 0.02); }
+TEST_CASE("llama matches the numpy reference") { check_family("llama", 0.03); }
+TEST_CASE("qwen2 matches the numpy reference") { check_family("qwen2", 0.03); }
+TEST_CASE("qwen3 matches the numpy reference") { check_family("qwen3", 0.03); }
+TEST_CASE("gemma3 matches the numpy reference") { check_family("gemma3", 0.03); }
