@@ -12,6 +12,8 @@
 // is the median of --reps timed calls after a warm-up call.
 #include <fmt/format.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -117,6 +119,36 @@ Timing time_calls(int reps, F&& call) {
   return Timing{t[t.size() / 2], t.front()};
 }
 
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Kernel speed independent of DRAM and of other processes: a 512x4096 matrix that stays in
+// cache, one thread, timed by the thread's own CPU time (best of 5 rounds). Compare it with
+// the per-thread share of the read bandwidth: a kernel slower than that cannot reach it.
+void print_core_throughput(const std::vector<DType>& types) {
+  fmt::print("\nkernel throughput per core (in-cache 512x4096 matvec, thread CPU time)\n");
+  fmt::print("| type | GB/s of weights per core |\n|------|------:|\n");
+  ThreadPool pool(1);
+  for (DType t : types) {
+    BenchWeights w(t, 512, 4096, 0);
+    std::vector<float> x(4096, 0.5f), y(512);
+    auto call = [&] {
+      ops::matmul(pool, w.view(0), MatView{DType::F32, 4096, 1, 4096 * 4, x.data()}, F32Mat{y.data(), 512, 1, 512});
+    };
+    call();
+    double best = 1e30;
+    for (int round = 0; round < 5; ++round) {
+      const double t0 = thread_cpu_seconds();
+      for (int i = 0; i < 50; ++i) call();
+      best = std::min(best, (thread_cpu_seconds() - t0) / 50);
+    }
+    fmt::print("| {} | {:.1f} |\n", dtype_name(t), static_cast<double>(w.matrix_bytes) / best / 1e9);
+  }
+}
+
 int run_bench_ops(const BenchOpsFlags& f) {
   if (f.threads < 1 || f.reps < 1 || f.batch < 1)
     fail(ErrorKind::InvalidArgument, "-t, --reps and --batch must be positive");
@@ -131,11 +163,14 @@ int run_bench_ops(const BenchOpsFlags& f) {
     ThreadPool pool(t);
     ReadBandwidth bw = measure_read_bandwidth(pool, size_t{512} << 20, f.reps);
     bandwidth.push_back(bw.gb_per_s);
-    fmt::print("memory read bandwidth, {} thread{}: {:.1f} GB/s (min {:.1f}, max {:.1f}; {} MiB buffer)\n", t,
-               t > 1 ? "s" : "", bw.gb_per_s, bw.min_gb_per_s, bw.max_gb_per_s, bw.bytes >> 20);
+    fmt::print(
+        "memory read bandwidth, {} thread{}: {:.1f} GB/s (min {:.1f}, max {:.1f}; {} MiB buffer); "
+        "by thread CPU time {:.1f} GB/s\n",
+        t, t > 1 ? "s" : "", bw.gb_per_s, bw.min_gb_per_s, bw.max_gb_per_s, bw.bytes >> 20, bw.cpu_time_gb_per_s);
   }
 
   if (!f.no_matvec) {
+    print_core_throughput(types);
     fmt::print("\nmatvec (1 token, weights cycled over >= 256 MiB so they come from DRAM)\n");
     fmt::print("| type | rows x cols | threads | us/call | GB/s | % of read bw | best GB/s |\n");
     fmt::print("|------|-------------|--------:|--------:|-----:|-------------:|----------:|\n");

@@ -12,6 +12,10 @@ struct ReadBandwidth {
   double gb_per_s = 0.0;  // 1e9 bytes per second, median over the repetitions
   double min_gb_per_s = 0.0;
   double max_gb_per_s = 0.0;
+  // The same reads timed by each thread's CPU time (slowest thread), median: on a machine
+  // busy with other processes this estimates the bandwidth while the threads ran, which
+  // wall-clock time cannot (on an idle machine the two agree).
+  double cpu_time_gb_per_s = 0.0;
   size_t bytes = 0;       // buffer size read per repetition
   int threads = 0;
 };
