@@ -56,20 +56,24 @@ inline __m256i fifth_bits(const uint8_t qh[4]) {
 
 // ---------------------------------------------------------------- 32-element formats
 // load() returns the block's 32 codes; kSigned formats are x = d * q, the others x = d*u + m.
-// Q4_0/Q5_0 stay unsigned (x = d*u - 8d): cheaper than the sign trick, the bias goes into
-// the offset term with the activation block sums.
+// kBias: Q4_0/Q5_0 stay unsigned, x = d * (u - kBias): u.a - kBias * sum(a) is formed in
+// int16 with one maddubs per activation block shared by all rows (cheaper than the sign
+// trick). kHasMin: the _1 formats' offset m multiplies the activation block sum.
 struct DecQ4_0 {
   using Block = block_q4_0;
   static constexpr bool kSigned = false;
-  static __m256i load(const Block& b, float* d, float* m) {
+  static constexpr int kBias = 8;
+  static constexpr bool kHasMin = false;
+  static __m256i load(const Block& b, float* d, float*) {
     *d = half(b.d);
-    *m = -8.0f * *d;
     return nibbles_32(b.qs);
   }
 };
 struct DecQ4_1 {
   using Block = block_q4_1;
   static constexpr bool kSigned = false;
+  static constexpr int kBias = 0;
+  static constexpr bool kHasMin = true;
   static __m256i load(const Block& b, float* d, float* m) {
     *d = half(b.d);
     *m = half(b.m);
@@ -79,15 +83,18 @@ struct DecQ4_1 {
 struct DecQ5_0 {
   using Block = block_q5_0;
   static constexpr bool kSigned = false;
-  static __m256i load(const Block& b, float* d, float* m) {
+  static constexpr int kBias = 16;
+  static constexpr bool kHasMin = false;
+  static __m256i load(const Block& b, float* d, float*) {
     *d = half(b.d);
-    *m = -16.0f * *d;
     return _mm256_or_si256(nibbles_32(b.qs), fifth_bits(b.qh));
   }
 };
 struct DecQ5_1 {
   using Block = block_q5_1;
   static constexpr bool kSigned = false;
+  static constexpr int kBias = 0;
+  static constexpr bool kHasMin = true;
   static __m256i load(const Block& b, float* d, float* m) {
     *d = half(b.d);
     *m = half(b.m);
@@ -97,6 +104,8 @@ struct DecQ5_1 {
 struct DecQ8_0 {
   using Block = block_q8_0;
   static constexpr bool kSigned = true;
+  static constexpr int kBias = 0;
+  static constexpr bool kHasMin = false;
   static __m256i load(const Block& b, float* d, float*) {
     *d = half(b.d);
     return loadu(b.qs);
@@ -130,11 +139,15 @@ struct Family32 {
       for (int j = 0; j < RN; ++j) {
         const block_q8s& ab = a[j][b];
         const __m256i av = loadu(ab.qs);
+        __m256i bias = _mm256_setzero_si256();
+        if constexpr (Dec::kBias != 0) bias = _mm256_maddubs_epi16(_mm256_set1_epi8(Dec::kBias), av);
         for (int i = 0; i < RM; ++i) {
           const __m256i sa = Dec::kSigned ? _mm256_sign_epi8(av, q[i]) : av;
-          const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(uq[i], sa), ones));
+          __m256i pairs = _mm256_maddubs_epi16(uq[i], sa);
+          if constexpr (Dec::kBias != 0) pairs = _mm256_sub_epi16(pairs, bias);
+          const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
           acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i] * ab.d), dot, acc[i][j]);
-          if constexpr (!Dec::kSigned) macc[i][j] += mw[i] * ab.s;
+          if constexpr (Dec::kHasMin) macc[i][j] += mw[i] * ab.s;
         }
       }
     }
