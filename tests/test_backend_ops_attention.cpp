@@ -193,6 +193,12 @@ TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 
     for (int d : {20, 36}) run_case(AttnCase{t, t, 6, 3, d, 90, 77, 5, 0, 0.0f}, rng);
 }
 
+TEST_CASE("attention with many KV heads (decode splits the heads of a row over items)") {
+  check::Rng rng(25);
+  for (DType t : {DType::F16, DType::Q8_0})
+    for (int64_t n_q : {1, 3}) run_case(AttnCase{t, t, 12, 12, 128, 90, 90, n_q, 0, 0.0f}, rng);
+}
+
 TEST_CASE("attention of a query that sees no key is zero") {
   check::Rng rng(23);
   // ring positions 10..49; query at position 5 (before all of them), one at 12 with window 1

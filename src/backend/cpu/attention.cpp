@@ -7,10 +7,10 @@
 // the cache type into a small f32 buffer (f32 caches are read in place).
 //
 // Work items are (KV heads, query tile, key split). Prefill takes one KV head per item, so its
-// many query rows share each decoded tile. Decode (one query tile) takes all KV heads per
-// item: a cache row holds every head side by side, and decoding whole rows reads the ring
-// sequentially, where per-head items would read it in head_dim-sized strides (measured 2.4x
-// slower at depth 2048). The ring is then split across threads (flash-decoding); each split
+// many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
+// item (up to kMaxRunElements of each row): a cache row holds every head side by side, and
+// decoding long runs reads the ring nearly sequentially, where per-head items would read it
+// in head_dim-sized strides (measured ~2x more CPU time at depth 2048). The ring is then split across threads (flash-decoding); each split
 // leaves its (m, l, acc) and a final pass merges them. Key tiles whose positions cannot be visible to
 // any query of the tile (future keys in prefill, keys behind the window, empty slots) are
 // skipped; tiles visible to every query skip the per-element mask.
@@ -71,6 +71,7 @@ namespace {
 constexpr int kKeyTile = 32;        // keys per tile: a 32 x 128 f32 K tile is 16 KiB (L1)
 constexpr int kQueryRows = 32;      // query rows per work item (tokens x heads of a group)
 constexpr int kMinTilesPerSplit = 4;
+constexpr int kMaxRunElements = 1024;  // K/V elements decoded per row per item: 128 KiB tiles (L2)
 
 // Positions held by one key tile, to skip tiles no query of a query tile can see.
 struct KeyTileSpan {
@@ -140,6 +141,14 @@ const float* heads_of_row(const attn::Kernels& kern, DType type, const uint8_t* 
   kern.to_f32(type, row + dtype_row_bytes(type, first), segment, last - first);
   std::memcpy(dst, segment + (begin - first), static_cast<size_t>(d) * sizeof(float));
   return dst;
+}
+
+// For decode: the most KV heads (a divisor of n_head_kv) whose run of a cache row stays
+// within kMaxRunElements, so the decoded K and V tiles stay in L2.
+int heads_per_item(int n_head_kv, int head_dim) {
+  int h = n_head_kv;
+  while (h > 1 && (static_cast<int64_t>(h) * head_dim > kMaxRunElements || n_head_kv % h != 0)) --h;
+  return h;
 }
 
 void run_item(Plan& plan, int64_t item, Scratch& sc) {
@@ -302,7 +311,7 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   plan.group = p.n_head / p.n_head_kv;
   plan.tokens = static_cast<int>(std::clamp<int64_t>(kQueryRows / plan.group, 1, q.rows));
   plan.n_qtiles = (q.rows + plan.tokens - 1) / plan.tokens;
-  plan.heads_kv = plan.n_qtiles == 1 ? p.n_head_kv : 1;
+  plan.heads_kv = plan.n_qtiles == 1 ? heads_per_item(p.n_head_kv, p.head_dim) : 1;
   plan.n_ktiles = (kv.n_slots + kKeyTile - 1) / kKeyTile;
 
   plan.spans.resize(static_cast<size_t>(plan.n_ktiles));
