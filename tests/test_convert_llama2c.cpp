@@ -249,3 +249,56 @@ TEST_CASE("convert llama2c: the CLI writes the file and reports errors on stderr
   std::getline(log, line);
   CHECK(line.starts_with("ember convert llama2c: "));
 }
+
+TEST_CASE("convert llama2c: GQA and an unshared classifier") {
+  // A random checkpoint: dim 32, hidden 48, 2 layers, 4 query heads sharing 2 kv heads,
+  // vocab 300 with its own classifier (negative vocab_size in the header), seq_len 16.
+  test::TempDir dir("convert");
+  const int32_t header[7] = {32, 48, 2, 4, 2, -300, 16};
+  const size_t dim = 32, hid = 48, L = 2, kv = 16, V = 300, seq = 16, hs = 8;
+  const size_t n_floats = V * dim + L * dim * 2 + L * dim * dim * 2 + L * dim * kv * 2 + L * dim * hid * 3 + dim +
+                          seq * hs + V * dim;
+  std::vector<float> w(n_floats);
+  for (size_t i = 0; i < n_floats; ++i) w[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  {
+    std::ofstream out(dir.file("gqa.bin"), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(header), sizeof header);
+    out.write(reinterpret_cast<const char*>(w.data()), static_cast<std::streamsize>(w.size() * 4));
+    // tokenizer.bin: max length, then score, length, bytes per token (pieces "t0", "t1", ...).
+    std::ofstream tok(dir.file("tok.bin"), std::ios::binary);
+    const int32_t max_len = 8;
+    tok.write(reinterpret_cast<const char*>(&max_len), 4);
+    for (int i = 0; i < 300; ++i) {
+      const std::string piece = i < 3 ? "x" : (i < 259 ? fmt::format("<0x{:02X}>", i - 3) : fmt::format(" t{}", i));
+      const float score = -static_cast<float>(i);
+      const int32_t len = static_cast<int32_t>(piece.size());
+      tok.write(reinterpret_cast<const char*>(&score), 4);
+      tok.write(reinterpret_cast<const char*>(&len), 4);
+      tok.write(piece.data(), len);
+    }
+  }
+  const std::string out = dir.file("gqa.gguf");
+  convert::convert_llama2c(dir.file("gqa.bin"), dir.file("tok.bin"), out, DType::F32, nullptr);
+  const gguf::File f = gguf::File::open(out);
+  CHECK(f.get_u32("llama.attention.head_count_kv") == 2);
+  CHECK(f.tensors().size() == 3 + 2 * 9);
+  const gguf::TensorInfo* wk = f.find_tensor("blk.1.attn_k.weight");
+  REQUIRE(wk);
+  CHECK(wk->ne[0] == 32);
+  CHECK(wk->ne[1] == 16);
+  const size_t wk_at = V * dim + L * dim + L * dim * dim + dim * kv;  // layer 1 of wk
+  CHECK(std::memcmp(wk->data, w.data() + wk_at, dim * kv * 4) == 0);
+  const gguf::TensorInfo* cls = f.find_tensor("output.weight");
+  REQUIRE(cls);
+  CHECK(std::memcmp(cls->data, w.data() + (n_floats - V * dim), V * dim * 4) == 0);
+  CHECK(f.get_array("tokenizer.ggml.tokens").string_at(300 - 1) == "\xe2\x96\x81t299");
+
+  auto model = Model::load(out, {.print_plan = false});
+  ThreadPool pool(1);
+  Context ctx(*model, {.n_ctx = 16, .print_plan = false}, pool);
+  Batch b;
+  for (int i = 0; i < 4; ++i) b.add(260 + i, i, 0, i == 3);
+  const auto logits = ctx.decode(b);
+  REQUIRE(logits.size() == 300);
+  for (float v : logits) CHECK(std::isfinite(v));
+}
