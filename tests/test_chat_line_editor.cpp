@@ -73,8 +73,7 @@ TEST_CASE("the edit buffer moves and deletes by code point, line and word") {
   b.left();
   b.left();
   b.left();
-  b.left();
-  b.backspace();  // removes "ö"
+  b.backspace();  // removes the two-byte "ö"
   CHECK(b.text() == "h\xc3\xa9llo wrld");
   b.home();
   b.right();
@@ -124,10 +123,10 @@ TEST_CASE("history browses older and newer entries and restores the draft") {
 }
 
 TEST_CASE("progress bar text") {
-  CHECK(ProgressBar::render("load", 0.0f, 20) == "load [>     ]   0%");
-  CHECK(ProgressBar::render("load", 0.5f, 20) == "load [===>  ]  50%");
-  CHECK(ProgressBar::render("load", 1.0f, 20) == "load [======] 100%");
-  CHECK(ProgressBar::render("load", 7.0f, 20) == "load [======] 100%");  // clamped
+  CHECK(ProgressBar::render("load", 0.0f, 20) == "load [>       ]   0%");
+  CHECK(ProgressBar::render("load", 0.5f, 20) == "load [====>   ]  50%");
+  CHECK(ProgressBar::render("load", 1.0f, 20) == "load [========] 100%");
+  CHECK(ProgressBar::render("load", 7.0f, 20) == "load [========] 100%");  // clamped
   CHECK(ProgressBar::render("load", 0.5f, 20).size() == 20);
 }
 

@@ -17,6 +17,17 @@ using namespace ember::test;
 
 namespace {
 
+// Control bytes made readable for failure messages.
+std::string visible(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\n') out += "\\n\n";
+    else if (c < 0x20 || c == 0x7f) out += "^" + std::string(1, static_cast<char>(c ^ 0x40));
+    else out += static_cast<char>(c);
+  }
+  return out.size() > 3000 ? "..." + out.substr(out.size() - 3000) : out;
+}
+
 constexpr const char* kPrompt = "\x1b[J> ";  // the editor redraws its prompt after clearing
 
 class PtyChat {
@@ -31,7 +42,7 @@ class PtyChat {
     if (pid_ == 0) {
       ::setenv("NO_COLOR", "1", 1);
       ::setenv("TERM", "xterm", 1);
-      std::vector<std::string> args = {EMBER_BINARY, "chat", "-m", model, "--chat-template", "chatml", "-c", "256"};
+      std::vector<std::string> args = {EMBER_BINARY, "chat", "-m", model, "--chat-template", "chatml", "-c", "256", "-t", "1"};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
@@ -48,25 +59,36 @@ class PtyChat {
     if (master_ >= 0) ::close(master_);
   }
 
+  // Types a one-line message and Enter, and waits until the editor has taken it.
+  bool submit(const std::string& line) {
+    send(line + "\r");
+    return expect("> " + line + "\r\n");
+  }
+
   void send(const std::string& bytes) { REQUIRE(::write(master_, bytes.data(), bytes.size()) == (ssize_t)bytes.size()); }
 
   // Reads until `needle` appears after the mark (then moves the mark past it), or fails
   // after the timeout.
   bool expect(const std::string& needle, double timeout_s = 20.0) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
     for (;;) {
       const size_t at = output_.find(needle, mark_);
       if (at != std::string::npos) {
         mark_ = at + needle.size();
         return true;
       }
-      if (!read_some(deadline)) return false;
+      if (!read_some(deadline)) {
+        MESSAGE("waited for '", visible(needle), "'; the terminal shows after the mark:\n", visible(output_.substr(mark_)));
+        return false;
+      }
     }
   }
 
   // Reads until at least n more bytes arrived after the mark.
   bool expect_bytes(size_t n, double timeout_s = 20.0) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
     while (output_.size() < mark_ + n)
       if (!read_some(deadline)) return false;
     mark_ = output_.size();
@@ -79,7 +101,8 @@ class PtyChat {
   const std::string& output() const { return output_; }
 
   int wait_exit(double timeout_s = 20.0) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -126,22 +149,30 @@ TEST_CASE("chat in a terminal: Ctrl-C, next question, paste, history, /exit") {
   REQUIRE(chat.expect("/help for commands"));
   REQUIRE(chat.expect(kPrompt));
 
-  chat.send("tell me a story\r");
-  REQUIRE(chat.expect("tell me a story\r\n"));
-  REQUIRE(chat.expect_bytes(200));  // the reply is streaming
+  REQUIRE(chat.submit("tell me a story"));
+  REQUIRE(chat.expect_bytes(3000));  // the reply streams, well past the 256-token context
   chat.send("\x03");
   REQUIRE(chat.expect("[interrupted]"));
   REQUIRE(chat.expect(kPrompt));
+  CHECK(chat.output().find("dropped during the reply by the context shift") != std::string::npos);
 
-  // The next question is answered and its reply ends normally (a limit of 12 tokens).
-  chat.send("/set n 12\r");
+  // The partial reply is kept as the assistant's message.
+  REQUIRE(chat.submit("/show"));
+  size_t from = chat.mark();
+  REQUIRE(chat.expect(kPrompt));
+  CHECK(chat.since(from).find("[user] tell me a story\r\n[assistant] ") != std::string::npos);
+
+  // The next question is answered and its reply ends normally (a limit of 12 tokens). The
+  // long exchange no longer fits beside it, so it is dropped, and the user is told.
+  REQUIRE(chat.submit("/set n 12"));
   REQUIRE(chat.expect("(n = 12)"));
   REQUIRE(chat.expect(kPrompt));
-  chat.send("and then?\r");
-  size_t from = chat.mark();
+  REQUIRE(chat.submit("and then?"));
+  from = chat.mark();
   REQUIRE(chat.expect("12 tokens,"));  // the status line after a finished reply
   REQUIRE(chat.expect(kPrompt));
   CHECK(chat.since(from).find("[interrupted]") == std::string::npos);
+  CHECK(chat.since(from).find("(context full: dropped the 2 oldest messages to make room)") != std::string::npos);
 
   // A bracketed paste with a newline is one message: one reply, one user entry in /show.
   chat.send("\x1b[200~first line\nsecond line\x1b[201~");
@@ -152,21 +183,23 @@ TEST_CASE("chat in a terminal: Ctrl-C, next question, paste, history, /exit") {
   CHECK(count(chat.since(from), "tokens, ") == 1);
 
   // History: Up recalls the last message.
-  chat.send("/stats\r");
+  REQUIRE(chat.submit("/stats"));
+  REQUIRE(chat.expect("messages;"));
   REQUIRE(chat.expect(kPrompt));
   chat.send("\x1b[A");
   REQUIRE(chat.expect("> /stats"));
-  chat.send("\x15/show\r");  // Ctrl-U clears the recalled line first
+  chat.send("\x15");  // Ctrl-U clears the recalled line
+  REQUIRE(chat.submit("/show"));
   from = chat.mark();
   REQUIRE(chat.expect(kPrompt));
   const std::string shown = chat.since(from);
   INFO("/show printed: ", shown);
-  CHECK(count(shown, "[user] ") == 3);
-  CHECK(count(shown, "[assistant] ") == 3);  // the interrupted partial reply is kept
+  CHECK(count(shown, "[user] ") == 2);
+  CHECK(count(shown, "[assistant] ") == 2);
+  CHECK(shown.find("[user] and then?") != std::string::npos);
   CHECK(shown.find("[user] first line\r\nsecond line") != std::string::npos);
-  CHECK(shown.find("[user] tell me a story") != std::string::npos);
 
-  chat.send("/exit\r");
+  REQUIRE(chat.submit("/exit"));
   CHECK(chat.wait_exit() == 0);
 }
 
@@ -182,7 +215,7 @@ TEST_CASE("chat in a terminal: Ctrl-C at the prompt clears the line, Ctrl-D quit
   chat.send("line two\r");
   REQUIRE(chat.expect("4 tokens,"));
   REQUIRE(chat.expect(kPrompt));
-  chat.send("/show\r");
+  REQUIRE(chat.submit("/show"));
   REQUIRE(chat.expect("[user] line one \r\nline two"));
   REQUIRE(chat.expect(kPrompt));
   chat.send("\x04");
@@ -190,7 +223,7 @@ TEST_CASE("chat in a terminal: Ctrl-C at the prompt clears the line, Ctrl-D quit
 }
 
 TEST_CASE("chat with stdin not a terminal answers each line, replies only on stdout") {
-  const ProcessResult r = run_ember({"chat", "-m", aidreams_gguf(), "--chat-template", "chatml", "-n", "6", "--temp", "0",
+  const ProcessResult r = run_ember({"chat", "-t", "1", "-m", aidreams_gguf(), "--chat-template", "chatml", "-n", "6", "--temp", "0",
                                      "-c", "256"},
                                     "hello\nhow are you \\\nfriend\n/show\n/exit\n");
   INFO("stderr: ", r.err);
@@ -205,7 +238,7 @@ TEST_CASE("chat with stdin not a terminal answers each line, replies only on std
 TEST_CASE("chat: a message too long for the context is refused, the chat goes on") {
   std::string big;
   for (int i = 0; i < 60; ++i) big += "the sea and the moon ";
-  const ProcessResult r = run_ember({"chat", "-m", aidreams_gguf(), "--chat-template", "chatml", "-n", "4", "-c", "64"},
+  const ProcessResult r = run_ember({"chat", "-t", "1", "-m", aidreams_gguf(), "--chat-template", "chatml", "-n", "4", "-c", "64"},
                                     big + "\nhi\n/show\n");
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("context holds 64") != std::string::npos);

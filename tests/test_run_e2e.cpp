@@ -22,7 +22,7 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.com
 }  // namespace
 
 TEST_CASE("greedy run continues 'The' exactly as DESIGN.md says") {
-  const ProcessResult r = run_ember({"run", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "40", "-t", "1"});
+  const ProcessResult r = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "40"});
   INFO("stdout: ", r.out, "\nstderr: ", r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(starts_with(r.out, kGreedy));
@@ -31,37 +31,38 @@ TEST_CASE("greedy run continues 'The' exactly as DESIGN.md says") {
   CHECK(r.err.find("first token:") != std::string::npos);
 
   // Greedy is bit-reproducible, and --no-echo prints only the continuation.
-  const ProcessResult again = run_ember({"run", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "40", "-t", "1"});
+  const ProcessResult again = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "40"});
   CHECK(again.out == r.out);
   const ProcessResult quiet =
-      run_ember({"run", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "40", "-t", "1", "--no-echo"});
+      run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "40", "--no-echo"});
   CHECK("The" + quiet.out == r.out);
 }
 
-TEST_CASE("a quantized KV cache (-ctk/-ctv) is accepted; a bad type is a clear error") {
+TEST_CASE("-c with -ctk/-ctv sets the KV cache types; a bad type is a clear error") {
   const ProcessResult r = run_ember(
-      {"run", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "8", "-c", "128", "-ctk", "q8_0", "-ctv", "q8_0"});
+      {"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "8", "-c", "128", "-ctk", "f32", "-ctv", "f16"});
   INFO("stderr: ", r.err);
   CHECK(r.exit_code == 0);
   CHECK(starts_with(r.out, "The"));
-  const ProcessResult bad = run_ember({"run", "-m", aidreams_gguf(), "-p", "The", "-ctk", "q5_9"});
+  CHECK(r.err.find("K F32, V F16") != std::string::npos);  // the context's memory plan line
+  const ProcessResult bad = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "-ctk", "q5_9"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("-ctk 'q5_9'") != std::string::npos);
 }
 
 TEST_CASE("a fixed seed reproduces sampled text; the seed is printed") {
-  const std::vector<std::string> args = {"run", "-m", aidreams_gguf(), "-p", "The", "-n", "40", "--temp", "1.0", "-s", "1234"};
+  const std::vector<std::string> args = {"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "-n", "40", "--temp", "1.0", "-s", "1234"};
   const ProcessResult a = run_ember(args), b = run_ember(args);
   REQUIRE(a.exit_code == 0);
   CHECK(a.out == b.out);
   CHECK(a.err.find("seed: 1234") != std::string::npos);
   // Without --seed a random one is chosen and printed.
-  const ProcessResult c = run_ember({"run", "-m", aidreams_gguf(), "-p", "The", "-n", "4"});
+  const ProcessResult c = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "-n", "4"});
   CHECK(std::regex_search(c.err, std::regex("seed: [0-9]+")));
 }
 
 TEST_CASE("--json prints one record with the text and the statistics") {
-  const ProcessResult r = run_ember({"run", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "10", "--json"});
+  const ProcessResult r = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "--temp", "0", "-n", "10", "--json"});
   REQUIRE(r.exit_code == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
   CHECK(starts_with(r.out, "{\"model\":"));
@@ -75,10 +76,12 @@ TEST_CASE("a prompt longer than the context is an error naming both counts") {
   std::string prompt;
   for (int i = 0; i < 20; ++i) prompt += "The moon sings to the sea. ";
   // The count the error must name, from the tokenizer directly.
-  const auto model = Model::load(aidreams_gguf(), {.print_plan = false});
+  LoadOptions quiet;
+  quiet.print_plan = false;
+  const auto model = Model::load(aidreams_gguf(), quiet);
   const size_t n_tokens = Tokenizer::from_gguf(model->gguf()).encode(prompt, true, true).size();
   REQUIRE(n_tokens > 64);
-  const ProcessResult r = run_ember({"run", "-m", aidreams_gguf(), "-p", prompt, "-c", "64"});
+  const ProcessResult r = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", prompt, "-c", "64"});
   INFO("stderr: ", r.err);
   CHECK(r.exit_code == 7);  // ErrorKind::ContextFull
   CHECK(r.err.find(std::to_string(n_tokens) + " tokens") != std::string::npos);
@@ -90,7 +93,7 @@ TEST_CASE("flag errors are one clear line with exit code 2") {
   const ProcessResult none = run_ember({"run", "-m", aidreams_gguf()});
   CHECK(none.exit_code == 2);
   CHECK(none.err.find("-p TEXT or -f FILE") != std::string::npos);
-  const ProcessResult temp = run_ember({"run", "-m", aidreams_gguf(), "-p", "x", "--top-p", "0"});
+  const ProcessResult temp = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "x", "--top-p", "0"});
   CHECK(temp.exit_code == 2);
   CHECK(temp.err.find("--top-p") != std::string::npos);
   const ProcessResult missing = run_ember({"run", "-m", "/nonexistent.gguf", "-p", "x"});
@@ -100,7 +103,7 @@ TEST_CASE("flag errors are one clear line with exit code 2") {
 TEST_CASE("-f reads the prompt from a file") {
   TempDir dir("run-prompt");
   { std::ofstream(dir.file("p.txt")) << "The"; }
-  const ProcessResult r = run_ember({"run", "-m", aidreams_gguf(), "-f", dir.file("p.txt"), "--temp", "0", "-n", "40"});
+  const ProcessResult r = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-f", dir.file("p.txt"), "--temp", "0", "-n", "40"});
   CHECK(starts_with(r.out, kGreedy));
 }
 
@@ -114,7 +117,7 @@ TEST_CASE("Ctrl-C stops generation, prints the statistics and exits with 130") {
     ::dup2(out_pipe[1], 1), ::dup2(err_pipe[1], 2);
     ::close(out_pipe[0]), ::close(err_pipe[0]);
     // Endless: no token limit, end-of-generation ignored, the context shifts when full.
-    ::execl(EMBER_BINARY, EMBER_BINARY, "run", "-m", model.c_str(), "-p", "The", "--ignore-eos", "--context-shift",
+    ::execl(EMBER_BINARY, EMBER_BINARY, "run", "-t", "1", "-m", model.c_str(), "-p", "The", "--ignore-eos", "--context-shift",
             "-c", "128", static_cast<char*>(nullptr));
     ::_exit(127);
   }

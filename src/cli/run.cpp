@@ -42,6 +42,7 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   SamplerChain sampler(sampling_params(f.gen), m.context->n_ctx());
   Session session(*m.context, *m.tokenizer, sampler);
   const std::vector<int32_t> tokens = m.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+  session.check_prompt_fits(tokens.size());  // before anything reaches stdout
 
   InterruptScope interrupt_scope;
   const bool stream = !f.json;

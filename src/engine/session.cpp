@@ -22,6 +22,12 @@ Session::Session(Context& ctx, const Tokenizer& tok, SamplerChain& sampler)
 
 int Session::n_ctx() const { return ctx_.n_ctx(); }
 
+void Session::check_prompt_fits(size_t n_tokens) const {
+  if (n_tokens > static_cast<size_t>(ctx_.n_ctx()))
+    fail(ErrorKind::ContextFull, "the prompt is {} tokens but the context holds only {} (raise -c)", n_tokens,
+         ctx_.n_ctx());
+}
+
 void Session::clear() {
   ctx_.kv_clear(0);
   cached_.clear();
@@ -70,9 +76,7 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
   stats.n_ctx = ctx_.n_ctx();
   stats.prompt_tokens = static_cast<int>(prompt.size());
   if (prompt.empty()) fail(ErrorKind::InvalidArgument, "the prompt is empty (no tokens to start from)");
-  if (prompt.size() > static_cast<size_t>(ctx_.n_ctx()))
-    fail(ErrorKind::ContextFull, "the prompt is {} tokens but the context holds only {} (raise -c)", prompt.size(),
-         ctx_.n_ctx());
+  check_prompt_fits(prompt.size());
   const auto start = Clock::now();
 
   // Reuse the cached prefix; at least the last prompt token is decoded again for its logits.

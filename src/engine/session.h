@@ -43,6 +43,9 @@ class Session {
   GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                             const TextSink& on_text);
 
+  // Throws Error(ContextFull) naming both counts when a prompt of n_tokens cannot fit.
+  void check_prompt_fits(size_t n_tokens) const;
+
   // The tokens the KV cache holds, in order (after a context shift: without the dropped
   // ones).
   const std::vector<int32_t>& cached_tokens() const { return cached_; }

@@ -140,7 +140,7 @@ void LineEditor::refresh() {
   const std::string& text = buffer_.text();
   for (size_t i = 0; i < text.size();) {
     if (text[i] == '\n') {
-      out += "\r\n" + continuation_;
+      out += "\n" + continuation_;  // output processing stays on in raw mode: "\n" is CR LF
       ++i;
       continue;
     }
@@ -150,10 +150,12 @@ void LineEditor::refresh() {
   }
   // A line that exactly fills the width leaves the terminal's cursor in the last column;
   // make it really go to the next row, where the layout puts it.
-  if (l.end_col == 0 && l.end_row > 0 && (text.empty() || text.back() != '\n')) out += "\r\n";
-  if (l.end_row > l.cursor_row) out += fmt::format("\x1b[{}A", l.end_row - l.cursor_row);
-  out += "\r";
-  if (l.cursor_col > 0) out += fmt::format("\x1b[{}C", l.cursor_col);
+  if (l.end_col == 0 && l.end_row > 0 && (text.empty() || text.back() != '\n')) out += "\n";
+  if (l.end_row != l.cursor_row || l.end_col != l.cursor_col) {  // cursor inside the text
+    if (l.end_row > l.cursor_row) out += fmt::format("\x1b[{}A", l.end_row - l.cursor_row);
+    out += "\r";
+    if (l.cursor_col > 0) out += fmt::format("\x1b[{}C", l.cursor_col);
+  }
   write_all(out_fd_, out);
   cursor_row_ = l.cursor_row;
 }
@@ -161,7 +163,7 @@ void LineEditor::refresh() {
 void LineEditor::move_to_end_and_newline() {
   buffer_.set(buffer_.text());  // cursor to the end
   refresh();
-  write_all(out_fd_, "\r\n");
+  write_all(out_fd_, "\n");
   cursor_row_ = 0;
 }
 
@@ -222,7 +224,7 @@ LineEditor::Result LineEditor::read_interactive() {
         return {Status::Cancelled, {}};
       case KeyKind::EndOfFile:
         if (buffer_.empty()) {
-          write_all(out_fd_, "\r\n");
+          write_all(out_fd_, "\n");
           return {Status::EndOfInput, {}};
         }
         buffer_.erase_forward();

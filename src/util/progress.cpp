@@ -31,6 +31,11 @@ std::string ProgressBar::render(const std::string& label, float fraction, int wi
 
 void ProgressBar::update(float fraction) {
   if (!enabled_) return;
+  if (fraction >= 1.0f) {  // done: make room for whatever the loader prints next
+    finish();
+    last_percent_ = 100;
+    return;
+  }
   const int percent = static_cast<int>(std::clamp(fraction, 0.0f, 1.0f) * 100.0f);
   if (percent == last_percent_) return;
   last_percent_ = percent;
