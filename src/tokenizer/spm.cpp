@@ -3,7 +3,6 @@
 // sentencepiece's bpe_model does. Characters that never become tokens fall back to <0xNN> byte
 // tokens (or UNK when the vocabulary has none).
 #include <algorithm>
-#include <unordered_map>
 #include <vector>
 
 #include "tokenizer/tokenizer_tables.h"
@@ -100,17 +99,9 @@ void encode_stretch(const Vocab& v, const TokenizerTables& t, std::string_view t
 void spm_encode(const Vocab& v, const TokenizerTables& t, std::string_view text, std::vector<int32_t>& out) {
   std::vector<Symbol> sym;
   std::vector<Candidate> heap;
-  // Stretches (mostly words) repeat: remember each one's ids for the rest of this text.
-  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;  // -> [begin, end) in out
+  RepeatCache cache;  // stretches are mostly words, which repeat
   auto encode_cached = [&](std::string_view stretch) {
-    if (const auto it = seen.find(stretch); it != seen.end()) {
-      const auto [b, e] = it->second;
-      for (size_t k = b; k < e; ++k) out.push_back(out[k]);
-      return;
-    }
-    const size_t begin = out.size();
-    encode_stretch(v, t, stretch, sym, heap, out);
-    seen.emplace(stretch, std::pair{begin, out.size()});
+    cache.encode(stretch, out, [&](std::string_view s) { encode_stretch(v, t, s, sym, heap, out); });
   };
   size_t stretch = 0;
   char32_t prev = 0;

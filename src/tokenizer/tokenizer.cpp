@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer_tables.h"
@@ -171,7 +170,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
   }
   bool after_special = true;  // SentencePiece adds its space prefix at the start and after specials
   std::vector<std::string_view> pieces;
-  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen;  // pre-token -> [begin, end) in out
+  RepeatCache cache;  // pre-tokens repeat
   auto on_text = [&](std::string_view seg) {
     if (v.model == VocabModel::SentencePiece) {
       std::string escaped = (v.add_space_prefix && after_special) ? std::string(kSpmSpace) : std::string();
@@ -180,17 +179,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     } else {
       pieces.clear();
       pretokenize(t.pre, seg, pieces);
-      for (std::string_view p : pieces) {
-        // Pre-tokens (words) repeat: reuse the ids of an earlier occurrence in this text.
-        if (const auto it = seen.find(p); it != seen.end()) {
-          const auto [b, e] = it->second;
-          for (size_t k = b; k < e; ++k) out.push_back(out[k]);
-          continue;
-        }
-        const size_t begin = out.size();
-        bpe_encode_piece(v, t, p, out);
-        seen.emplace(p, std::pair{begin, out.size()});
-      }
+      for (std::string_view p : pieces)
+        cache.encode(p, out, [&](std::string_view piece) { bpe_encode_piece(v, t, piece, out); });
     }
     after_special = false;
   };

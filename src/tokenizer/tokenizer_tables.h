@@ -40,6 +40,25 @@ struct TokenizerTables {
   }
 };
 
+// Within one encode call, words repeat: the ids a stretch of text produced the first time are
+// copied for later occurrences instead of being merged again. Keys point into the caller's text.
+class RepeatCache {
+ public:
+  template <class Encode>
+  void encode(std::string_view stretch, std::vector<int32_t>& out, Encode&& encode_fresh) {
+    if (const auto it = seen_.find(stretch); it != seen_.end()) {
+      for (size_t k = it->second.first; k < it->second.second; ++k) out.push_back(out[k]);
+      return;
+    }
+    const size_t begin = out.size();
+    encode_fresh(stretch);
+    seen_.emplace(stretch, std::pair{begin, out.size()});
+  }
+
+ private:
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> seen_;  // -> [begin, end) in out
+};
+
 // SentencePiece-style: `text` already has spaces escaped as U+2581. Appends the ids.
 void spm_encode(const Vocab& v, const TokenizerTables& t, std::string_view text, std::vector<int32_t>& out);
 // Byte-level BPE of one pre-token (raw bytes). Appends the ids.
