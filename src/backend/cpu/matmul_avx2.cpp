@@ -4,8 +4,10 @@
 //
 // Every family computes micro-tiles of RM weight rows x RN activation rows so each decoded
 // weight chunk is used RN times and each activation chunk RM times from registers:
-// - 32-element formats: int8 codes x q8s activations with maddubs (|w| times a with w's
-//   sign), one f32 scale per block pair; the _1 formats add m * (da * sum a) per block.
+// - 32-element formats: codes x q8s activations with maddubs (which needs one unsigned
+//   operand: Q8_0 uses |w| and a with w's sign; the 4/5-bit codes are unsigned already and
+//   their bias is subtracted in int16), one f32 scale per block pair; the _1 formats add
+//   m * (da * sum a) per block.
 // - k-quants: unsigned codes u (the signed formats are shifted by their bias, which goes
 //   into the min term) x Q8_K with maddubs, weighted by the sub-block scales in int16 and
 //   summed in int32 over a whole super-block; one f32 scale per super-block pair, minus
