@@ -119,7 +119,8 @@ class ChatRepl {
     clear_interrupt();
     Conversation::Reply reply;
     try {
-      reply = conversation_.reply(text, options_, [&](std::string_view piece) { print_out(style_.assistant + std::string(piece)); });
+      print_out(style_.assistant);
+      reply = conversation_.reply(text, options_, [&](std::string_view piece) { print_out(piece); });
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::ContextFull) throw;
       warn(e.what());

@@ -9,6 +9,7 @@ namespace ember::cli {
 void add_model_flags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("-m,--model", f.model, "GGUF model file")->required();
   cmd->add_option("-c,--ctx-size", f.ctx_values, "context size in tokens (0: the model's, at most 4096)")
+      ->type_name("N")
       ->allow_extra_args(false)  // one value per -c; -c 512 -ctk q8_0 gives {"512", "tk"}
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--cache-type-k", f.cache_type_k, "KV cache type for K (-ctk): f32, f16, q8_0, q4_0")
