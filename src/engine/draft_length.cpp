@@ -1,0 +1,83 @@
+#include "engine/draft_length.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.h"
+
+namespace ember {
+
+namespace {
+constexpr double kKeep = 0.9;  // weight of the old estimate per new measurement
+double ewma(double old, double sample, bool have) { return have ? kKeep * old + (1 - kKeep) * sample : sample; }
+}  // namespace
+
+DraftLength::DraftLength(const DraftLengthOptions& o) : opt_(o) {
+  if (o.max < 1) fail(ErrorKind::InvalidArgument, "--draft-max {} must be at least 1", o.max);
+  if (o.min < 1 || o.min > o.max)
+    fail(ErrorKind::InvalidArgument, "--draft-min {} must be between 1 and --draft-max {}", o.min, o.max);
+}
+
+double DraftLength::acceptance() const { return std::clamp(acc_ / tried_, 0.0, 0.999); }
+
+double DraftLength::rate(int k) const {
+  const double a = have_a_ ? a_ : 1.0;
+  const double b = have_b_ ? b_ : 0.2 * a;  // priors until measured
+  const double c = have_c_ ? c_ : 0.1 * a;
+  if (k == 0) return 1.0 / a;
+  const double alpha = acceptance();
+  const double expected = (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
+  return expected / (a + (b + c) * k);
+}
+
+int DraftLength::next() {
+  if (!opt_.adaptive) return opt_.max;
+  if (!have_a_) return 0;  // the first step measures a plain pass
+  int best = opt_.min;
+  for (int k = opt_.min + 1; k <= opt_.max; ++k)
+    if (rate(k) > rate(best)) best = k;
+  const bool pays = rate(best) > rate(0);
+  if (pays) {
+    off_ = false;
+    probe_interval_ = 16;
+    return best;
+  }
+  if (!off_) {
+    off_ = true;
+    plain_since_probe_ = 0;
+  }
+  if (++plain_since_probe_ >= probe_interval_) {
+    plain_since_probe_ = 0;
+    probe_interval_ = std::min(256, probe_interval_ * 2);
+    return opt_.min;
+  }
+  return 0;
+}
+
+void DraftLength::record_pass(int n, double ms) {
+  if (n <= 0 || !(ms >= 0)) return;
+  if (n == 1) {
+    a_ = ewma(a_, ms, have_a_);
+    have_a_ = true;
+  } else if (have_a_) {
+    b_ = ewma(b_, std::max(0.0, (ms - a_) / (n - 1)), have_b_);
+    have_b_ = true;
+  }
+}
+
+void DraftLength::record_draft(int n, double ms) {
+  if (!(ms >= 0)) return;
+  // A proposal that found nothing still cost its time: charge it to one token.
+  c_ = ewma(c_, ms / std::max(1, n), have_c_);
+  have_c_ = true;
+}
+
+void DraftLength::record_verdict(int drafted, int accepted) {
+  if (drafted <= 0) return;
+  // Positions tried: the accepted ones plus the one rejected (if any).
+  const int tried = accepted + (accepted < drafted ? 1 : 0);
+  acc_ = kKeep * acc_ + accepted;
+  tried_ = kKeep * tried_ + tried;
+}
+
+}  // namespace ember

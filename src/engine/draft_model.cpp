@@ -1,0 +1,73 @@
+#include "engine/draft_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/model.h"
+#include "sampling/rng.h"
+
+namespace ember {
+
+namespace {
+SamplerChain draft_chain(const SamplerChain& target) {
+  SamplerChain chain = target;
+  uint64_t state = target.seed() ^ 0x6472616674ull;  // "draft": a stream unrelated to the target's
+  chain.rng().reseed(splitmix64_next(state));
+  chain.reset_history();
+  return chain;
+}
+}  // namespace
+
+DraftModel::DraftModel(Context& draft_ctx, const SamplerChain& target_sampler, std::vector<int32_t> banned)
+    : ctx_(draft_ctx), chain_(draft_chain(target_sampler)), banned_(std::move(banned)) {}
+
+std::span<const float> DraftModel::follow(std::span<const int32_t> context) {
+  // Keep the common prefix (at most n-1 tokens: the last one is decoded again for its logits).
+  size_t common = 0;
+  while (common < held_.size() && common + 1 < context.size() && held_[common] == context[common]) ++common;
+  if (held_.size() > common) {
+    ctx_.kv_rollback(0, static_cast<int>(held_.size() - common));
+    held_.resize(common);
+  }
+  const size_t chunk = static_cast<size_t>(std::max(1, ctx_.options().n_batch));
+  Batch batch;
+  std::span<const float> logits;
+  for (size_t begin = common; begin < context.size(); begin += chunk) {
+    const size_t end = std::min(context.size(), begin + chunk);
+    batch.clear();
+    for (size_t i = begin; i < end; ++i) batch.add(context[i], -1, 0, i + 1 == context.size());
+    logits = ctx_.decode(batch);
+    held_.insert(held_.end(), context.begin() + static_cast<std::ptrdiff_t>(begin),
+                 context.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  return logits;
+}
+
+void DraftModel::propose(std::span<const int32_t> context, int max_tokens, int32_t id_limit, DraftProposal& out) {
+  out.clear();
+  if (max_tokens <= 0 || context.empty()) return;
+  // The penalty window sees the same tokens the target's does.
+  chain_.reset_history();
+  for (int32_t t : context) chain_.accept(t);
+  std::span<const float> logits = follow(context);
+  for (int i = 0;; ++i) {
+    logits_.assign(logits.begin(), logits.end());
+    for (int32_t id : banned_)
+      if (id >= 0 && static_cast<size_t>(id) < logits_.size()) logits_[static_cast<size_t>(id)] = -INFINITY;
+    Candidates q = chain_.apply(logits_);
+    const int32_t token = chain_.draw(q);
+    // A token the target does not have can never be accepted: stop before it.
+    if (token >= id_limit) return;
+    chain_.accept(token);
+    out.tokens.push_back(token);
+    out.q.push_back(std::move(q));
+    const bool eog = std::find(eog_.begin(), eog_.end(), token) != eog_.end();
+    if (eog || i + 1 == max_tokens) return;
+    Batch b;
+    b.add(token, -1, 0, true);
+    logits = ctx_.decode(b);
+    held_.push_back(token);
+  }
+}
+
+}  // namespace ember

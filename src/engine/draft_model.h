@@ -1,0 +1,40 @@
+// A draft model as a DraftSource: its own Context (KV cache) follows the context it is asked
+// about (longest common prefix kept, the rest rolled back and decoded in one batch), then it
+// samples tokens one at a time from q = the draft's logits after the SAME sampler transforms
+// the target uses (penalties over the same window, top-k/p, min-p, temperature), with its own
+// random stream (a uniform shared with the target's acceptance test would bias the result).
+#pragma once
+#include <vector>
+
+#include "engine/draft_source.h"
+#include "sampling/sampler_chain.h"
+
+namespace ember {
+
+class Context;
+
+class DraftModel final : public DraftSource {
+ public:
+  // `target_sampler` provides the settings (and the seed, from which the draft's own stream is
+  // derived). `banned` tokens get probability 0 (--ignore-eos), as they do for the target.
+  DraftModel(Context& draft_ctx, const SamplerChain& target_sampler, std::vector<int32_t> banned = {});
+
+  void propose(std::span<const int32_t> context, int max_tokens, int32_t id_limit, DraftProposal& out) override;
+  bool costly() const override { return true; }
+  const char* name() const override { return "draft model"; }
+
+  void set_eog(std::vector<int32_t> eog) { eog_ = std::move(eog); }
+  int tokens_held() const { return static_cast<int>(held_.size()); }
+
+ private:
+  // Makes the draft's cache hold context[0, n-1) and returns the logits after context[n-1].
+  std::span<const float> follow(std::span<const int32_t> context);
+
+  Context& ctx_;
+  SamplerChain chain_;  // transforms + penalty window; its rng draws the draft tokens
+  std::vector<int32_t> banned_, eog_;
+  std::vector<int32_t> held_;  // tokens in the draft's KV cache, in order
+  std::vector<float> logits_;
+};
+
+}  // namespace ember

@@ -1,0 +1,258 @@
+#include "engine/speculative.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "model/model.h"
+#include "sampling/sampler_chain.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/interrupt.h"
+
+namespace ember {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// attention.cpp's query tile: kQueryRows (32) rows of tokens x query heads per KV head.
+constexpr int kAttentionQueryRows = 32;
+}  // namespace
+
+int max_verify_rows(const Context& target) {
+  const Hparams& hp = target.model().hparams();
+  const int group = hp.n_head_kv > 0 ? hp.n_head / hp.n_head_kv : 1;
+  return std::max(1, kAttentionQueryRows / std::max(1, group));
+}
+
+Candidates residual_distribution(const Candidates& p, std::span<const float> q_dense) {
+  Candidates r;
+  r.sorted = false;
+  double mass = 0.0;
+  for (const TokenCandidate& c : p.items) {
+    const float q = static_cast<size_t>(c.id) < q_dense.size() ? q_dense[static_cast<size_t>(c.id)] : 0.0f;
+    const float d = c.p - q;
+    if (d > 0.0f) {
+      r.items.push_back({c.id, c.logit, d});
+      mass += d;
+    }
+  }
+  if (r.items.empty() || !(mass > 0.0)) return p;
+  for (TokenCandidate& c : r.items) c.p = static_cast<float>(c.p / mass);
+  return r;
+}
+
+SpeculativeDecoder::SpeculativeDecoder(Context& target, const Tokenizer& tok, SamplerChain& sampler,
+                                       DraftSource& draft, const DraftLengthOptions& length)
+    : ctx_(target), tok_(tok), sampler_(sampler), draft_(draft), length_(length) {
+  n_vocab_ = static_cast<size_t>(ctx_.n_vocab());
+}
+
+std::span<const float> SpeculativeDecoder::row(size_t i) const {
+  return std::span<const float>(logits_).subspan(i * n_vocab_, n_vocab_);
+}
+
+void SpeculativeDecoder::follow_shift(GenerationStats& stats) {
+  const size_t held = static_cast<size_t>(ctx_.kv_n_tokens(0));
+  if (held >= cached_.size()) return;
+  const size_t dropped = cached_.size() - held;
+  const size_t keep = static_cast<size_t>(std::max(0, ctx_.options().n_keep));
+  cached_.erase(cached_.begin() + static_cast<std::ptrdiff_t>(keep),
+                cached_.begin() + static_cast<std::ptrdiff_t>(keep + dropped));
+  stats.shifted_tokens += static_cast<int>(dropped);
+}
+
+bool SpeculativeDecoder::prefill(std::span<const int32_t> tokens, GenerationStats& stats) {
+  const size_t chunk = static_cast<size_t>(std::max(1, ctx_.options().n_batch));
+  Batch batch;
+  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    if (interrupt_requested()) return false;
+    const size_t end = std::min(tokens.size(), begin + chunk);
+    batch.clear();
+    for (size_t i = begin; i < end; ++i) batch.add(tokens[i], -1, 0, i + 1 == tokens.size());
+    const std::span<const float> logits = ctx_.decode(batch);
+    cached_.insert(cached_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(begin),
+                   tokens.begin() + static_cast<std::ptrdiff_t>(end));
+    follow_shift(stats);
+    if (end == tokens.size()) logits_.assign(logits.begin(), logits.end());
+  }
+  return true;
+}
+
+SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                               const Session::TextSink& on_text) {
+  SpeculativeResult out;
+  GenerationResult& result = out.generation;
+  GenerationStats& stats = result.stats;
+  SpeculativeStats& spec = out.spec;
+  stats.n_ctx = ctx_.n_ctx();
+  stats.prompt_tokens = static_cast<int>(prompt.size());
+  if (prompt.empty()) fail(ErrorKind::InvalidArgument, "the prompt is empty (no tokens to start from)");
+  if (prompt.size() > static_cast<size_t>(ctx_.n_ctx()))
+    fail(ErrorKind::ContextFull, "the prompt is {} tokens but the context holds only {} (raise -c)", prompt.size(),
+         ctx_.n_ctx());
+  const auto start = Clock::now();
+
+  // Reuse the cached prefix; at least the last prompt token is decoded again for its logits.
+  size_t common = 0;
+  while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
+  common = std::min(common, prompt.size() - 1);
+  if (cached_.size() > common) {
+    ctx_.kv_rollback(0, static_cast<int>(cached_.size() - common));
+    cached_.resize(common);
+  }
+  stats.reused_tokens = static_cast<int>(common);
+  const bool complete = prefill(prompt.subspan(common), stats);
+  stats.prompt_ms = ms_since(start);
+  const auto generation_start = Clock::now();
+  auto finish = [&](StopReason reason) {
+    stats.stop = reason;
+    stats.generation_ms = result.tokens.empty() ? 0.0 : ms_since(generation_start);
+    stats.context_used = static_cast<int>(cached_.size());
+    return out;
+  };
+  if (!complete) return finish(StopReason::Interrupted);
+
+  sampler_.reset_history();
+  for (int32_t t : cached_) sampler_.accept(t);
+  banned_.clear();
+  if (options.ignore_eos)
+    for (int32_t id = 0; id < tok_.n_vocab(); ++id)
+      if (tok_.is_eog(id)) banned_.push_back(id);
+  auto mask_rows = [&](size_t n_rows) {
+    for (size_t r = 0; r < n_rows; ++r)
+      for (int32_t id : banned_)
+        if (static_cast<size_t>(id) < n_vocab_) logits_[r * n_vocab_ + static_cast<size_t>(id)] = -INFINITY;
+  };
+  mask_rows(1);
+
+  StreamingDecoder decoder(tok_, StreamingDecoder::LeadingSpace::Keep);
+  auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return;
+    result.text += piece;
+    if (on_text) on_text(piece);
+  };
+  const bool can_shift = ctx_.options().policy == ContextPolicy::Shift;
+  const int n_ctx = ctx_.n_ctx();
+  // Emits one token as plain decoding would, `in_cache` being the tokens plain decoding holds
+  // in its cache at that moment; returns why to stop, if it must.
+  auto take = [&](int32_t token, size_t in_cache) -> std::optional<StopReason> {
+    if (result.tokens.empty()) stats.ttft_ms = ms_since(start);
+    if (tok_.is_eog(token)) {
+      emit(decoder.flush());
+      return StopReason::EndOfGeneration;
+    }
+    result.tokens.push_back(token);
+    ++stats.generated_tokens;
+    emit(decoder.push(token));
+    std::optional<StopReason> reason;
+    if (options.max_tokens >= 0 && stats.generated_tokens >= options.max_tokens) reason = StopReason::TokenLimit;
+    else if (interrupt_requested()) reason = StopReason::Interrupted;
+    else if (!can_shift && in_cache >= static_cast<size_t>(n_ctx)) reason = StopReason::ContextFull;
+    if (reason) emit(decoder.flush());
+    return reason;
+  };
+
+  const int32_t id_limit = static_cast<int32_t>(std::min<size_t>(n_vocab_, static_cast<size_t>(tok_.n_vocab())));
+  const int verify_cap = max_verify_rows(ctx_);
+  std::vector<int32_t> context;
+  std::vector<float> q_dense(n_vocab_, 0.0f);
+  DraftProposal proposal;
+  Batch batch;
+
+  int32_t pending = sampler_.sample(row(0));
+  std::optional<StopReason> stop = take(pending, cached_.size());
+  while (!stop) {
+    // Draft length for this round: the controller's choice, within the token budget, the
+    // context and the batch-invariant verify size.
+    int k = length_.next();
+    if (k == 0 && length_.off()) ++spec.off_rounds;
+    if (options.max_tokens >= 0) k = std::min(k, options.max_tokens - stats.generated_tokens - 1);
+    k = std::min({k, n_ctx - static_cast<int>(cached_.size()) - 1, verify_cap - 1});
+    k = std::max(k, 0);
+
+    proposal.clear();
+    if (k > 0) {
+      context.assign(cached_.begin(), cached_.end());
+      context.push_back(pending);
+      const auto t0 = Clock::now();
+      draft_.propose(context, k, id_limit, proposal);
+      const double ms = ms_since(t0);
+      spec.draft_ms += ms;
+      length_.record_draft(static_cast<int>(proposal.tokens.size()), ms);
+    }
+    const size_t n_draft = proposal.tokens.size();
+
+    batch.clear();
+    batch.add(pending, -1, 0, true);
+    for (int32_t t : proposal.tokens) batch.add(t, -1, 0, true);
+    const auto t0 = Clock::now();
+    const std::span<const float> logits = ctx_.decode(batch);
+    const double pass_ms = ms_since(t0);
+    spec.verify_ms += pass_ms;
+    length_.record_pass(static_cast<int>(batch.size()), pass_ms);
+    logits_.assign(logits.begin(), logits.end());
+    mask_rows(n_draft + 1);
+    const size_t base = cached_.size();  // tokens before `pending`
+    cached_.push_back(pending);
+    cached_.insert(cached_.end(), proposal.tokens.begin(), proposal.tokens.end());
+    follow_shift(stats);  // only plain steps can shift: drafts are capped to the free context
+    ++spec.rounds;
+    if (n_draft > 0) {
+      ++spec.draft_rounds;
+      spec.drafted += static_cast<int>(n_draft);
+    }
+
+    // Verify drafts in order; the first rejection ends the round.
+    size_t accepted = 0;
+    std::optional<int32_t> next;
+    for (size_t i = 0; i < n_draft && !stop; ++i) {
+      const Candidates p = sampler_.apply(row(i));
+      const int32_t x = proposal.tokens[i];
+      const double p_x = p.prob_of(x);
+      const double q_x = proposal.deterministic() ? 1.0 : proposal.q[i].prob_of(x);
+      if (accept_draft(p_x, q_x, sampler_.rng().uniform01())) {
+        ++accepted;
+        sampler_.accept(x);
+        stop = take(x, base + 1 + i);
+        if (stop) {
+          // Plain decoding would hold everything before x: forget x and what follows.
+          ctx_.kv_rollback(0, static_cast<int>(n_draft - i));
+          cached_.resize(base + 1 + i);
+        }
+        continue;
+      }
+      if (proposal.deterministic()) {
+        q_dense[static_cast<size_t>(x)] = 1.0f;
+      } else {
+        for (const TokenCandidate& c : proposal.q[i].items)
+          if (static_cast<size_t>(c.id) < n_vocab_) q_dense[static_cast<size_t>(c.id)] = c.p;
+      }
+      next = sampler_.draw(residual_distribution(p, q_dense));
+      if (proposal.deterministic()) {
+        q_dense[static_cast<size_t>(x)] = 0.0f;
+      } else {
+        for (const TokenCandidate& c : proposal.q[i].items)
+          if (static_cast<size_t>(c.id) < n_vocab_) q_dense[static_cast<size_t>(c.id)] = 0.0f;
+      }
+      break;
+    }
+    spec.accepted += static_cast<int>(accepted);
+    length_.record_verdict(static_cast<int>(n_draft), static_cast<int>(accepted));
+    if (stop) break;
+    if (accepted < n_draft) {
+      ctx_.kv_rollback(0, static_cast<int>(n_draft - accepted));
+      cached_.resize(base + 1 + accepted);
+    } else {
+      next = sampler_.draw(sampler_.apply(row(n_draft)));  // bonus token from p_k
+    }
+    sampler_.accept(*next);
+    pending = *next;
+    stop = take(pending, cached_.size());
+  }
+  return finish(*stop);
+}
+
+}  // namespace ember
