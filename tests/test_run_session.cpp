@@ -77,6 +77,11 @@ TEST_CASE("a second request reuses the cached prefix and matches a fresh prefill
   CHECK(third.stats.reused_tokens == static_cast<int>(prompt.size()));
   CHECK(third.tokens == f.fresh(other, 8));
 
+  // -n 0 only evaluates the prompt.
+  const GenerationResult none = session.generate(other, {.max_tokens = 0}, nullptr);
+  CHECK(none.tokens.empty());
+  CHECK(none.stats.stop == StopReason::TokenLimit);
+
   // The very same prompt again: everything but its last token is reused.
   const GenerationResult again = session.generate(other, {.max_tokens = 8}, nullptr);
   CHECK(again.stats.reused_tokens == static_cast<int>(other.size() - 1));

@@ -99,6 +99,7 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     return result;
   };
   if (!complete) return finish(StopReason::Interrupted);
+  if (options.max_tokens == 0) return finish(StopReason::TokenLimit);  // -n 0: evaluate the prompt only
 
   // The penalty window sees the context as it is now (prompt tokens included, as llama.cpp).
   sampler_.reset_history();
