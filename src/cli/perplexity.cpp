@@ -1,5 +1,140 @@
-// Placeholder: the `perplexity` subcommand is not implemented yet (owner replaces this file).
+// `ember perplexity`: perplexity of a model on a text file the way llama.cpp measures it,
+// and KL divergence against a base model's stored distributions (src/eval/).
+//
+//   ember perplexity -m model.gguf -f wiki.test.raw [-c 512] [-b 2048] [--chunks N] [-t N]
+//   ember perplexity -m f16.gguf  -f wiki.test.raw --kl-divergence-base base.kld   # write base
+//   ember perplexity -m q4_0.gguf --kl-divergence-base base.kld --kl-divergence     # compare
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "backend/cpu/thread_pool.h"
 #include "cli/commands.h"
+#include "eval/logprob_store.h"
+#include "eval/perplexity.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
 namespace ember::cli {
-void add_perplexity(CLI::App& app) { (void)app; }
+
+namespace {
+
+struct PerplexityArgs {
+  std::string model;
+  std::string text_file;
+  int n_ctx = 512;
+  int n_batch = 2048;
+  int n_chunks = -1;
+  int n_threads = 0;
+  std::string kld_base;
+  bool kld = false;
+  int kld_top = 64;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::Io, "cannot open text file {}", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::unique_ptr<Context> make_context(const Model& model, int n_ctx, int n_batch, ThreadPool& pool) {
+  ContextOptions co;
+  co.n_ctx = n_ctx;
+  co.n_batch = std::min(n_batch, n_ctx);
+  co.n_ubatch = std::min(co.n_batch, 512);
+  return std::make_unique<Context>(model, co, pool);
+}
+
+int run_perplexity(const PerplexityArgs& a) {
+  if (a.n_batch < 1) fail(ErrorKind::InvalidArgument, "-b {} must be positive", a.n_batch);
+  if (a.kld_top < 0) fail(ErrorKind::InvalidArgument, "--kl-divergence-top {} must be >= 0", a.kld_top);
+  const int n_threads = a.n_threads > 0 ? a.n_threads : ThreadPool::default_threads();
+  LoadOptions lo;
+  lo.n_threads = n_threads;
+  auto model = Model::load(a.model, lo);
+  ThreadPool pool(n_threads);
+  eval::EvalOptions opt;
+  opt.n_batch = a.n_batch;
+
+  if (a.kld) {
+    if (a.kld_base.empty()) fail(ErrorKind::InvalidArgument, "--kl-divergence needs --kl-divergence-base FILE");
+    const eval::LogProbReader base(a.kld_base);
+    const eval::ChunkPlan plan = base.plan();
+    fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} (top {} stored per position), {} threads\n",
+               plan.n_chunk, plan.n_ctx, a.kld_base, base.header().top_k, n_threads);
+    auto ctx = make_context(*model, plan.n_ctx, a.n_batch, pool);
+    fmt::print("{}", eval::KldAccumulator::chunk_table_header());
+    const eval::KldAccumulator acc = eval::kl_divergence(*ctx, base, opt, [](int chunk, const eval::KldAccumulator& r) {
+      fmt::print("{}", r.chunk_row(chunk));
+      std::fflush(stdout);
+    });
+    fmt::print("\n{}", acc.report());
+    return 0;
+  }
+
+  if (a.text_file.empty()) fail(ErrorKind::InvalidArgument, "perplexity needs a text file: -f FILE");
+  const Tokenizer tok = Tokenizer::from_gguf(model->gguf());
+  if (tok.add_eos()) fail(ErrorKind::Unsupported, "perplexity: the vocabulary appends EOS to every text, which llama.cpp's method excludes");
+  opt.add_bos = tok.add_bos();
+  opt.bos = tok.bos();
+  const std::vector<int32_t> tokens = tok.encode(read_text(a.text_file), /*add_special=*/true, /*parse_special=*/false);
+  const eval::ChunkPlan plan = eval::make_chunk_plan(int64_t(tokens.size()), a.n_ctx, a.n_chunks);
+  fmt::print(stderr, "perplexity: {} tokens, {} chunks of {} (scoring {} per chunk), batch {}, {} threads\n",
+             tokens.size(), plan.n_chunk, plan.n_ctx, plan.scored_per_chunk(), std::min(a.n_batch, plan.n_ctx),
+             n_threads);
+  auto ctx = make_context(*model, plan.n_ctx, a.n_batch, pool);
+
+  std::unique_ptr<eval::LogProbWriter> writer;
+  uint32_t top_k = 0;
+  if (!a.kld_base.empty()) {
+    top_k = a.kld_top == 0 ? uint32_t(ctx->n_vocab()) : std::min<uint32_t>(uint32_t(a.kld_top), uint32_t(ctx->n_vocab()));
+    eval::LogProbHeader h;
+    h.n_ctx = uint32_t(plan.n_ctx);
+    h.n_vocab = uint32_t(ctx->n_vocab());
+    h.n_chunk = uint32_t(plan.n_chunk);
+    h.top_k = top_k;
+    h.add_bos = opt.add_bos ? 1 : 0;
+    h.bos = opt.bos;
+    const std::span<const int32_t> used(tokens.data(), size_t(plan.n_chunk) * plan.n_ctx);
+    writer = std::make_unique<eval::LogProbWriter>(a.kld_base, h, used);
+    fmt::print(stderr, "perplexity: writing the KL-divergence base to {} (top {} per position, {:.1f} MiB)\n",
+               a.kld_base, top_k, double(eval::logprob_file_bytes(plan, top_k)) / (1 << 20));
+  }
+  const eval::NllStats stats = eval::perplexity(
+      *ctx, tokens, plan, opt,
+      [](int chunk, const eval::NllStats& running) {
+        fmt::print("[{}]{:.4f},", chunk, running.ppl());
+        std::fflush(stdout);
+      },
+      writer.get(), top_k);
+  if (writer) writer->close();
+  fmt::print("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", stats.ppl(), stats.ppl_error());
+  return 0;
+}
+
+}  // namespace
+
+void add_perplexity(CLI::App& app) {
+  auto args = std::make_shared<PerplexityArgs>();
+  CLI::App* cmd = app.add_subcommand("perplexity", "Perplexity of a model on a text (llama.cpp's method), KL divergence vs a base");
+  cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+  cmd->add_option("-f,--file", args->text_file, "text file to evaluate");
+  cmd->add_option("-c,--ctx-size", args->n_ctx, "tokens per chunk (context size)")->capture_default_str();
+  cmd->add_option("-b,--batch-size", args->n_batch, "tokens per decode call")->capture_default_str();
+  cmd->add_option("--chunks", args->n_chunks, "evaluate at most N chunks (-1: all)")->capture_default_str();
+  cmd->add_option("-t,--threads", args->n_threads, "threads (0: physical cores)");
+  cmd->add_option("--kl-divergence-base", args->kld_base,
+                  "with -f: write the model's log-probs here; with --kl-divergence: read them");
+  cmd->add_flag("--kl-divergence", args->kld, "compare the model against --kl-divergence-base");
+  cmd->add_option("--kl-divergence-top", args->kld_top,
+                  "log-probs stored per position in the base (0: the whole vocabulary, exact KLD)")
+      ->capture_default_str();
+  cmd->callback([args] { set_exit_code(guarded("perplexity", [&] { return run_perplexity(*args); })); });
+}
+
 }  // namespace ember::cli

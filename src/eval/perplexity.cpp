@@ -92,7 +92,7 @@ KldAccumulator kl_divergence(Context& ctx, const LogProbReader& base, const Eval
   const ChunkPlan plan = base.plan();
   check_options(ctx, plan, opt);
   const size_t n_vocab = h.n_vocab;
-  KldAccumulator acc(int(n_vocab));
+  KldAccumulator acc{int(n_vocab)};
   std::vector<float> rows;
   const std::span<const int32_t> tokens = base.tokens();
   ProgressEta progress("kl-divergence", plan.n_chunk);

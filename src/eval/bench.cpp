@@ -1,0 +1,142 @@
+#include "eval/bench.h"
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+#include <numeric>
+#include <random>
+
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace ember::eval {
+
+std::string BenchTest::name() const {
+  std::string s = n_prompt > 0 && n_gen == 0   ? fmt::format("pp{}", n_prompt)
+                  : n_gen > 0 && n_prompt == 0 ? fmt::format("tg{}", n_gen)
+                                               : fmt::format("pp{}+tg{}", n_prompt, n_gen);
+  if (n_depth > 0) s += fmt::format(" @ d{}", n_depth);
+  return s;
+}
+
+double BenchResult::avg_ns() const {
+  return samples_ns.empty() ? 0 : std::accumulate(samples_ns.begin(), samples_ns.end(), 0.0) / double(samples_ns.size());
+}
+
+namespace {
+double sample_stddev(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  return std::sqrt(ss / double(v.size() - 1));
+}
+}  // namespace
+
+double BenchResult::stddev_ns() const { return sample_stddev(samples_ns); }
+
+std::vector<double> BenchResult::samples_ts() const {
+  std::vector<double> ts;
+  const double n = double(test.n_prompt + test.n_gen);
+  for (double ns : samples_ns) ts.push_back(1e9 * n / ns);
+  return ts;
+}
+
+double BenchResult::avg_ts() const {
+  const auto ts = samples_ts();
+  return ts.empty() ? 0 : std::accumulate(ts.begin(), ts.end(), 0.0) / double(ts.size());
+}
+
+double BenchResult::stddev_ts() const { return sample_stddev(samples_ts()); }
+
+namespace {
+
+class TokenSource {
+ public:
+  TokenSource(uint32_t seed, int n_vocab) : rng_(seed), dist_(0, n_vocab - 1) {}
+  int32_t next() { return dist_(rng_); }
+
+ private:
+  std::mt19937 rng_;
+  std::uniform_int_distribution<int32_t> dist_;
+};
+
+// A prompt of n tokens continuing the cache, in decode() calls of at most n_batch tokens.
+void process_prompt(Context& ctx, int n, int n_batch, TokenSource& src, bool add_bos, int32_t bos) {
+  Batch batch;
+  int pos = ctx.kv_next_pos(0);
+  for (int done = 0; done < n;) {
+    const int count = std::min(n - done, n_batch);
+    batch.clear();
+    for (int i = 0; i < count; ++i) {
+      const int32_t tok = (done + i == 0 && add_bos) ? bos : src.next();
+      batch.add(tok, pos++, 0, i == count - 1);
+    }
+    ctx.decode(batch);
+    done += count;
+  }
+}
+
+void generate(Context& ctx, int n, TokenSource& src, bool add_bos, int32_t bos) {
+  Batch batch;
+  int32_t tok = add_bos ? bos : src.next();
+  int pos = ctx.kv_next_pos(0);
+  for (int i = 0; i < n; ++i) {
+    batch.clear();
+    batch.add(tok, pos++, 0, true);
+    ctx.decode(batch);
+    tok = src.next();  // llama-bench feeds random tokens: no sampling cost in the timing
+  }
+}
+
+}  // namespace
+
+BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos) {
+  if (test.n_prompt < 0 || test.n_gen < 0 || test.n_depth < 0 || test.n_prompt + test.n_gen == 0) {
+    fail(ErrorKind::InvalidArgument, "bench: test {} has nothing to time", test.name());
+  }
+  const int64_t needed = int64_t(test.n_depth) + test.n_prompt + test.n_gen;
+  if (needed > ctx.n_ctx()) {
+    fail(ErrorKind::InvalidArgument, "bench: {} needs {} tokens of context, the context holds {}", test.name(), needed,
+         ctx.n_ctx());
+  }
+  if (opt.reps < 1) fail(ErrorKind::InvalidArgument, "bench: -r {} must be at least 1", opt.reps);
+  TokenSource src(opt.seed, ctx.n_vocab());
+  const auto timed_part = [&] {
+    if (test.n_prompt > 0) process_prompt(ctx, test.n_prompt, opt.n_batch, src, add_bos, bos);
+    if (test.n_gen > 0) generate(ctx, test.n_gen, src, add_bos, bos);
+  };
+  if (opt.warmup) {
+    ctx.kv_clear();
+    if (test.n_prompt > 0) process_prompt(ctx, test.n_prompt, opt.n_batch, src, add_bos, bos);
+    if (test.n_gen > 0) generate(ctx, 1, src, add_bos, bos);
+  }
+  BenchResult result;
+  result.test = test;
+  for (int r = 0; r < opt.reps; ++r) {
+    ctx.kv_clear();
+    if (test.n_depth > 0) process_prompt(ctx, test.n_depth, opt.n_batch, src, add_bos, bos);
+    const auto t0 = std::chrono::steady_clock::now();
+    timed_part();
+    const auto t1 = std::chrono::steady_clock::now();
+    result.samples_ns.push_back(double(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
+  }
+  return result;
+}
+
+uint64_t decode_bytes_per_token(const Model& model, int64_t kv_tokens, size_t kv_bytes_per_token) {
+  const gguf::File& f = model.gguf();
+  const bool tied_output = f.find_tensor("output.weight") == nullptr;
+  uint64_t bytes = 0;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    if (t.name == "token_embd.weight" && !tied_output) {
+      bytes += t.nbytes / uint64_t(std::max<int64_t>(1, t.ne[1]));  // one gathered row
+    } else {
+      bytes += t.nbytes;
+    }
+  }
+  return bytes + uint64_t(kv_tokens) * kv_bytes_per_token;
+}
+
+}  // namespace ember::eval

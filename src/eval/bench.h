@@ -1,0 +1,52 @@
+// Throughput benchmarks following llama-bench:
+//   pp<N>: a prompt of N random tokens (BOS first when the vocabulary adds one) processed in
+//          decode() calls of at most n_batch tokens, logits for the last token only;
+//   tg<N>: N single-token decode steps, each producing logits, from an empty cache (or
+//          after a prompt of `depth` tokens that is not timed).
+// One warm-up run (the whole prompt for pp, one token for tg), then `reps` timed runs, each
+// from a cleared cache. avg_ts / stddev_ts are the mean and sample standard deviation of the
+// per-run tokens/second, as llama-bench reports them.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember {
+class Context;
+class Model;
+}
+
+namespace ember::eval {
+
+struct BenchTest {
+  int n_prompt = 0;  // > 0: a pp test
+  int n_gen = 0;     // > 0: a tg test
+  int n_depth = 0;   // tokens in the cache before the timed part
+  std::string name() const;  // "pp512", "tg128", "tg128 @ d4096"
+};
+
+struct BenchResult {
+  BenchTest test;
+  std::vector<double> samples_ns;  // wall time of each timed run
+  double avg_ns() const;
+  double stddev_ns() const;
+  std::vector<double> samples_ts() const;  // tokens/second of each run
+  double avg_ts() const;
+  double stddev_ts() const;                // sample standard deviation (n - 1)
+};
+
+struct BenchOptions {
+  int reps = 5;
+  int n_batch = 2048;
+  bool warmup = true;
+  uint32_t seed = 1234;  // random prompt tokens
+};
+
+BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos);
+
+// Bytes one decode step reads: every weight tensor except the token embedding (one row of
+// it is gathered; it is read whole only when it doubles as the output matrix), plus the K
+// and V rows of `kv_tokens` cached tokens.
+uint64_t decode_bytes_per_token(const Model& model, int64_t kv_tokens, size_t kv_bytes_per_token);
+
+}  // namespace ember::eval

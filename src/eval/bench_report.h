@@ -1,0 +1,46 @@
+// Output of `ember bench`: llama-bench's markdown table, json (an array of objects with
+// llama-bench's field names) and csv, plus what llama-bench does not print: TTFT of the
+// prompt test, bytes one decode step reads, the measured memory bandwidth and the decode
+// speed as a percentage of that roofline.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eval/bench.h"
+
+namespace ember::eval {
+
+struct BenchModelInfo {
+  std::string filename;
+  std::string type;        // llama-bench's model_type: "llama 1B Q4_0"
+  uint64_t size = 0;       // bytes of tensor data
+  uint64_t n_params = 0;
+};
+
+struct BenchRow {
+  BenchResult result;
+  int n_threads = 0;
+  int n_batch = 0;
+  int n_ubatch = 0;
+  std::string type_k, type_v;
+  uint64_t decode_bytes = 0;  // tg tests: bytes read per decoded token (at the mean depth)
+  double mem_bw = 0;          // bytes/s measured; 0 = not measured
+  double ttft_ms() const;     // pp tests: mean time to the first logits
+  double roofline_ts() const; // mem_bw / decode_bytes
+  double roofline_pct() const;
+};
+
+// "llama 1B Q4_0": architecture, a size label from the parameter count and the file type
+// (general.file_type named as llama.cpp names it, or the dominant tensor type).
+std::string model_type_label(const std::string& arch, uint64_t n_params, const std::string& ftype_name);
+// llama.cpp's name for a general.file_type id ("Q4_K - Medium"); empty when unknown.
+std::string llama_ftype_name(uint32_t ftype);
+
+std::string format_markdown(const BenchModelInfo& model, const std::vector<BenchRow>& rows, bool with_header);
+// Lines printed after the markdown table: TTFT, bytes per decoded token, roofline.
+std::string format_notes(const std::vector<BenchRow>& rows);
+std::string format_json(const BenchModelInfo& model, const std::vector<BenchRow>& rows);
+std::string format_csv(const BenchModelInfo& model, const std::vector<BenchRow>& rows, bool with_header);
+
+}  // namespace ember::eval

@@ -1,0 +1,167 @@
+// `ember bench`: the json output parses (a strict little JSON reader below) and holds
+// llama-bench's fields with sane values; the markdown table has llama-bench's columns; the
+// sample statistics are the mean and the sample (n - 1) standard deviation.
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "eval/bench.h"
+#include "eval/bench_report.h"
+#include "test_bench_cli.h"
+
+namespace {
+
+// A strict JSON reader: enough to prove the output is valid JSON and to look fields up.
+struct Json {
+  std::variant<std::nullptr_t, bool, double, std::string, std::vector<Json>, std::map<std::string, Json>> v;
+  const Json& operator[](const std::string& k) const { return std::get<std::map<std::string, Json>>(v).at(k); }
+  const Json& operator[](size_t i) const { return std::get<std::vector<Json>>(v).at(i); }
+  size_t size() const { return std::get<std::vector<Json>>(v).size(); }
+  double num() const { return std::get<double>(v); }
+  const std::string& str() const { return std::get<std::string>(v); }
+  bool has(const std::string& k) const { return std::get<std::map<std::string, Json>>(v).count(k) != 0; }
+};
+
+class JsonParser {
+ public:
+  explicit JsonParser(const std::string& s) : s_(s) {}
+  Json parse_document() {
+    Json j = value();
+    ws();
+    if (i_ != s_.size()) throw std::runtime_error("trailing text at " + std::to_string(i_));
+    return j;
+  }
+
+ private:
+  void ws() { while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_; }
+  char peek() { ws(); if (i_ >= s_.size()) throw std::runtime_error("unexpected end"); return s_[i_]; }
+  void expect(char c) { if (peek() != c) throw std::runtime_error(std::string("expected ") + c + " at " + std::to_string(i_)); ++i_; }
+  Json value() {
+    const char c = peek();
+    if (c == '{') {
+      ++i_;
+      std::map<std::string, Json> m;
+      if (peek() == '}') { ++i_; return {m}; }
+      for (;;) {
+        std::string k = string();
+        expect(':');
+        m[k] = value();
+        if (peek() == ',') { ++i_; continue; }
+        expect('}');
+        return {m};
+      }
+    }
+    if (c == '[') {
+      ++i_;
+      std::vector<Json> a;
+      if (peek() == ']') { ++i_; return {a}; }
+      for (;;) {
+        a.push_back(value());
+        if (peek() == ',') { ++i_; continue; }
+        expect(']');
+        return {a};
+      }
+    }
+    if (c == '"') return {string()};
+    if (s_.compare(i_, 4, "true") == 0) { i_ += 4; return {true}; }
+    if (s_.compare(i_, 5, "false") == 0) { i_ += 5; return {false}; }
+    if (s_.compare(i_, 4, "null") == 0) { i_ += 4; return {nullptr}; }
+    size_t used = 0;
+    const double d = std::stod(s_.substr(i_), &used);
+    if (used == 0) throw std::runtime_error("bad value at " + std::to_string(i_));
+    i_ += used;
+    return {d};
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      if (s_[i_] == '\\') {
+        ++i_;
+        if (i_ >= s_.size()) break;
+        if (s_[i_] == 'u') { out += '?'; i_ += 5; continue; }
+        out += s_[i_++];
+      } else {
+        if (static_cast<unsigned char>(s_[i_]) < 0x20) throw std::runtime_error("control character in string");
+        out += s_[i_++];
+      }
+    }
+    expect('"');
+    return out;
+  }
+  const std::string& s_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("bench statistics: mean and sample standard deviation of per-run t/s") {
+  ember::eval::BenchResult r;
+  r.test = {0, 10, 0};
+  r.samples_ns = {1e9, 2e9, 4e9};  // 10, 5, 2.5 t/s
+  CHECK(r.test.name() == "tg10");
+  CHECK(r.avg_ts() == doctest::Approx((10 + 5 + 2.5) / 3));
+  const double m = (10 + 5 + 2.5) / 3;
+  CHECK(r.stddev_ts() == doctest::Approx(std::sqrt(((10 - m) * (10 - m) + (5 - m) * (5 - m) + (2.5 - m) * (2.5 - m)) / 2)));
+  CHECK(ember::eval::BenchTest{512, 0, 4096}.name() == "pp512 @ d4096");
+}
+
+TEST_CASE("the json writer emits valid JSON that survives odd file names") {
+  ember::eval::BenchModelInfo info{"we\"ird\\name.gguf", "llama 1B Q4_0", 1000, 2000};
+  ember::eval::BenchRow row;
+  row.result.test = {16, 0, 0};
+  row.result.samples_ns = {1e6, 2e6};
+  row.n_threads = 2;
+  const Json j = JsonParser(ember::eval::format_json(info, {row})).parse_document();
+  CHECK(j[0]["model_filename"].str() == "we\"ird\\name.gguf");
+  CHECK(j[0]["test"].str() == "pp16");
+}
+
+TEST_CASE("ember bench -o json holds llama-bench's fields for pp and tg") {
+  std::string log;
+  const std::string model = ember_test::aidreams_gguf(&log);
+  INFO("convert output: " << log);
+  REQUIRE(!model.empty());
+  const auto r = ember_test::run_ember("bench -m '" + model + "' -p 16 -n 4 -r 2 -t 2 -o json");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  Json j;
+  REQUIRE_NOTHROW(j = JsonParser(r.out).parse_document());
+  REQUIRE(j.size() == 2);
+  CHECK(j[0]["test"].str() == "pp16");
+  CHECK(j[1]["test"].str() == "tg4");
+  for (size_t i = 0; i < 2; ++i) {
+    const Json& t = j[i];
+    for (const char* f : {"avg_ts", "stddev_ts", "n_threads", "model_type", "model_size", "model_n_params", "samples_ns"}) {
+      CHECK_MESSAGE(t.has(f), f);
+    }
+    CHECK(t["avg_ts"].num() > 0);
+    CHECK(t["stddev_ts"].num() >= 0);
+    CHECK(t["n_threads"].num() == 2);
+    CHECK(t["samples_ns"].size() == 2);
+    CHECK(t["model_size"].num() > 0);
+    CHECK(t["model_type"].str().rfind("llama ", 0) == 0);
+  }
+  CHECK(j[0]["ttft_ms"].num() > 0);
+  CHECK(j[1]["decode_bytes_per_token"].num() > 0);
+}
+
+TEST_CASE("ember bench markdown has llama-bench's columns") {
+  const std::string model = ember_test::aidreams_gguf();
+  REQUIRE(!model.empty());
+  const auto r = ember_test::run_ember("bench -m '" + model + "' -p 8 -n 2 -r 1 -t 1");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("| model ") != std::string::npos);
+  CHECK(r.out.find(" test |") != std::string::npos);
+  CHECK(r.out.find("t/s |") != std::string::npos);
+  CHECK(r.out.find("pp8") != std::string::npos);
+  CHECK(r.out.find("tg2") != std::string::npos);
+  CHECK(r.out.find("TTFT") != std::string::npos);
+}
