@@ -22,14 +22,15 @@ constexpr std::string_view kPasteOff = "\x1b[?2004l";
 struct Glyph {
   std::string shown;
   int columns;
+  size_t end;  // index of the next glyph in the buffer
 };
 
 Glyph glyph_at(std::string_view s, size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
-  if (c == '\t') return {"    ", 4};
-  if (c < 0x20 || c == 0x7F) return {fmt::format("^{}", static_cast<char>(c ^ 0x40)), 2};
+  if (c == '\t') return {"    ", 4, i + 1};
+  if (c < 0x20 || c == 0x7F) return {fmt::format("^{}", static_cast<char>(c ^ 0x40)), 2, i + 1};
   const size_t end = next_boundary(s, i);
-  return {std::string(s.substr(i, end - i)), codepoint_columns(decode_at(s, i))};
+  return {std::string(s.substr(i, end - i)), codepoint_columns(decode_at(s, i)), end};
 }
 
 // Where things land on screen when `text` is drawn after the prompt at column 0, with
@@ -62,7 +63,7 @@ Layout lay_out(std::string_view text, size_t cursor, int prompt_cols, int cont_c
     if (col + g.columns > columns) ++row, col = 0;  // a wide glyph does not split
     col += g.columns;
     wrap_if_full();
-    i = text[i] == '\t' || static_cast<unsigned char>(text[i]) < 0x20 ? i + 1 : next_boundary(text, i);
+    i = g.end;
   }
   if (cursor >= text.size()) l.cursor_row = row, l.cursor_col = col;
   l.end_row = row, l.end_col = col;
@@ -146,7 +147,7 @@ void LineEditor::refresh() {
     }
     const Glyph g = glyph_at(text, i);
     out += g.shown;
-    i = text[i] == '\t' || static_cast<unsigned char>(text[i]) < 0x20 ? i + 1 : next_boundary(text, i);
+    i = g.end;
   }
   // A line that exactly fills the width leaves the terminal's cursor in the last column;
   // make it really go to the next row, where the layout puts it.
