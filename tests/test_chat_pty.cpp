@@ -32,7 +32,7 @@ constexpr const char* kPrompt = "\x1b[J> ";  // the editor redraws its prompt af
 
 class PtyChat {
  public:
-  explicit PtyChat(const std::vector<std::string>& extra_args) {
+  explicit PtyChat(const std::vector<std::string>& extra_args, bool no_color = true) {
     const std::string model = aidreams_gguf();
     winsize ws{};
     ws.ws_row = 40;
@@ -40,7 +40,8 @@ class PtyChat {
     pid_ = ::forkpty(&master_, nullptr, nullptr, &ws);
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
-      ::setenv("NO_COLOR", "1", 1);
+      if (no_color) ::setenv("NO_COLOR", "1", 1);
+      else ::unsetenv("NO_COLOR");
       ::setenv("TERM", "xterm", 1);
       std::vector<std::string> args = {EMBER_BINARY, "chat", "-m", model, "--chat-template", "chatml", "-c", "256", "-t", "1"};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
@@ -62,7 +63,7 @@ class PtyChat {
   // Types a one-line message and Enter, and waits until the editor has taken it.
   bool submit(const std::string& line) {
     send(line + "\r");
-    return expect("> " + line + "\r\n");
+    return expect(line + "\r\n");
   }
 
   void send(const std::string& bytes) { REQUIRE(::write(master_, bytes.data(), bytes.size()) == (ssize_t)bytes.size()); }
@@ -220,6 +221,16 @@ TEST_CASE("chat in a terminal: Ctrl-C at the prompt clears the line, Ctrl-D quit
   REQUIRE(chat.expect(kPrompt));
   chat.send("\x04");
   CHECK(chat.wait_exit() == 0);
+  CHECK(chat.output().find("\x1b[1;32m") == std::string::npos);  // NO_COLOR: no colours
+  CHECK(chat.output().find("\x1b[36m") == std::string::npos);
+}
+
+TEST_CASE("chat in a terminal without NO_COLOR uses colours") {
+  PtyChat chat({"-n", "2"}, /*no_color=*/false);
+  REQUIRE(chat.expect("\x1b[1;32m> "));  // the prompt
+  REQUIRE(chat.submit("/exit"));
+  CHECK(chat.wait_exit() == 0);
+  CHECK(chat.output().find("\x1b[36m/help for commands") != std::string::npos);
 }
 
 TEST_CASE("chat with stdin not a terminal answers each line, replies only on stdout") {
