@@ -1,11 +1,13 @@
 // libFuzzer target for the GGUF reader (`make fuzz`): any input must either parse or throw
 // ember::Error(Format) -- never crash, hang, read out of bounds (ASan) or hit UB (UBSan).
-// On success every accessor a loader would use is exercised on what the parser returned.
+// On success every accessor a loader would use, and what `ember inspect` prints, is exercised
+// on what the parser returned. Run: make fuzz (add -dict=tests/fuzz/gguf.dict to help it).
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_describe.h"
 #include "util/error.h"
 
 namespace {
@@ -16,6 +18,8 @@ void touch(const ember::gguf::File& f) {
   uint64_t acc = 0;
   for (const auto& kv : f.metadata()) {
     acc += kv.key.size() + kv.str.size() + kv.u64;
+    // What `ember inspect` prints for it, as text and as JSON.
+    acc += ember::gguf::describe_value(kv).size() + ember::gguf::describe_value_json(kv).size();
     if (kv.type != ember::gguf::ValueType::ARRAY || kv.array.size() == 0) continue;
     const auto& a = kv.array;
     for (uint64_t i : {uint64_t{0}, a.size() / 2, a.size() - 1}) {
@@ -33,6 +37,7 @@ void touch(const ember::gguf::File& f) {
     acc += t.data[0] + t.data[t.nbytes - 1] + static_cast<uint64_t>(t.n_elements());
     if (f.find_tensor(t.name) != &t) __builtin_trap();
   }
+  acc += ember::gguf::tensor_totals(f).parameters;
   try {
     acc += f.get_u32("general.alignment") + f.get_string("general.architecture").size();
   } catch (const ember::Error&) {
