@@ -22,6 +22,7 @@ const DType kWeightTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0
 bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
 // Quantized weights with `pad` spare bytes after each row (a strided view), sentinel-fenced.
+// pad keeps rows aligned for F32 (a multiple of 4), as matmul requires.
 struct Weights {
   check::GuardedBuffer buf;
   MatView view;
@@ -38,7 +39,7 @@ struct Weights {
 
 void check_matmul(DType t, int64_t rows, int64_t tokens, int64_t k, uint64_t seed) {
   check::Rng rng(seed);
-  Weights w(t, rows, k, rng, 5);
+  Weights w(t, rows, k, rng, 8);
   check::StridedF32 x(rng.uniform(static_cast<size_t>(tokens * k), -2.0f, 2.0f), tokens, k, 3);
   std::vector<float> want(static_cast<size_t>(tokens * rows));
   ops::reference::matmul(w.view, x.view(), check::dense_mat(want, tokens, rows));
@@ -126,6 +127,7 @@ TEST_CASE("matmul rejects what it cannot compute") {
   expect_error(MatView{DType::IQ2_XXS, 256, 1, 66, w.data()}, check::dense_mat(y, 1, 1), ErrorKind::Unsupported);
   expect_error(MatView{DType::Q4_0, 64, 2, 36, w.data()}, check::dense_mat(y, 1, 3), ErrorKind::InvalidArgument);
   expect_error(MatView{DType::Q4_0, 48, 1, 36, w.data()}, check::dense_mat(y, 1, 1), ErrorKind::InvalidArgument);
+  expect_error(MatView{DType::F32, 64, 1, 257, w.data() + 1}, check::dense_mat(y, 1, 1), ErrorKind::InvalidArgument);
 }
 
 TEST_CASE("get_rows converts the chosen rows of any type") {
@@ -133,7 +135,7 @@ TEST_CASE("get_rows converts the chosen rows of any type") {
   ThreadPool pool(3);
   for (DType t : kWeightTypes) {
     const int64_t cols = block_k(t, 2), rows = 11;
-    Weights table(t, rows, cols, rng, 7);
+    Weights table(t, rows, cols, rng, 12);
     const std::vector<int32_t> ids = {3, 0, 10, 3, 7};
     check::StridedF32 out(5, cols, 1);
     ops::get_rows(pool, table.view, ids.data(), 5, out.mat());

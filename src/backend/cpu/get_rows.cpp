@@ -1,5 +1,7 @@
 // ops::get_rows: embedding lookup, each row converted to f32 by the reference dequantizer
 // (a lookup touches a few rows per token; there is nothing to gain from SIMD here).
+#include <cstdint>
+
 #include "backend/cpu/thread_pool.h"
 #include "backend/ops.h"
 #include "tensor/quant.h"
@@ -13,6 +15,10 @@ void get_rows(ThreadPool& pool, const MatView& table, const int32_t* ids, int64_
   if (table.cols % quant_traits(table.type)->block_size != 0)
     fail(ErrorKind::InvalidArgument, "get_rows: {} rows of {} elements are not whole blocks", dtype_name(table.type),
          table.cols);
+  // fp16 fields and floats are read in place
+  const size_t align = (table.type == DType::F32 || table.type == DType::Q8_K) ? 4 : 2;
+  if (reinterpret_cast<uintptr_t>(table.data) % align != 0 || table.row_stride % align != 0)
+    fail(ErrorKind::InvalidArgument, "get_rows: {} rows must be {}-byte aligned", dtype_name(table.type), align);
   if (out.rows < n || out.cols != table.cols)
     fail(ErrorKind::InvalidArgument, "get_rows: output {}x{} cannot hold {} rows of {}", out.rows, out.cols, n,
          table.cols);

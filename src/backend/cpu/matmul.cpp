@@ -2,6 +2,7 @@
 // prepares the activations (8-bit quantization for the integer kernels) and splits the
 // output over the thread pool.
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
@@ -37,6 +38,13 @@ void validate(const MatView& w, const MatView& x, const F32Mat& y) {
   if (w.row_stride < dtype_row_bytes(w.type, w.cols) || x.row_stride < static_cast<size_t>(x.cols) * 4 ||
       y.stride < y.cols)
     fail(ErrorKind::InvalidArgument, "matmul: a row stride is smaller than its row");
+  // Kernels read fp16 fields and floats in place: rows must keep their natural alignment
+  // (GGUF tensor data is 32-byte aligned and rows are packed, so files always do).
+  const size_t align = w.type == DType::F32 ? 4 : 2;
+  if (reinterpret_cast<uintptr_t>(w.data) % align != 0 || w.row_stride % align != 0 ||
+      reinterpret_cast<uintptr_t>(x.data) % 4 != 0 || x.row_stride % 4 != 0)
+    fail(ErrorKind::InvalidArgument, "matmul: {} weight rows must be {}-byte aligned and f32 activations 4-byte aligned",
+         dtype_name(w.type), align);
 }
 
 }  // namespace
