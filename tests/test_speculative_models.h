@@ -1,6 +1,7 @@
 // Models for the speculative decoding tests, made once per test binary in a temp dir:
 //   target  aidreams260K (llama2.c checkpoint converted to f32 GGUF, vocab 512)
 //   q8      its q8_0 quantization: a draft that agrees with the target almost always
+//   q4      its q4_0 quantization: agrees often, differs visibly in its probabilities
 //   noise   a synth llama with aidreams' vocabulary and another seed: agrees rarely
 //   gqa     a synth llama with 4 query heads per KV head (attention batching check)
 #pragma once
@@ -20,8 +21,8 @@ namespace ember::test {
 
 struct SpecModels {
   TempDir dir{"spec"};
-  std::string target_path, q8_path, noise_path, gqa_path;
-  std::unique_ptr<Model> target, q8, noise, gqa;
+  std::string target_path, q8_path, q4_path, noise_path, gqa_path;
+  std::unique_ptr<Model> target, q8, q4, noise, gqa;
   std::unique_ptr<Tokenizer> tok;
 
   SpecModels() {
@@ -31,12 +32,15 @@ struct SpecModels {
                              DType::F32, &pool);
     q8_path = dir.file("aidreams-q8_0.gguf");
     quantize::quantize_file(target_path, q8_path, quantize::parse_file_type("q8_0"), &pool);
+    q4_path = dir.file("aidreams-q4_0.gguf");
+    quantize::quantize_file(target_path, q4_path, quantize::parse_file_type("q4_0"), &pool);
     noise_path = dir.file("noise.gguf");
     gqa_path = dir.file("gqa.gguf");
     synth_small(noise_path, 64, 4, 4, 11, &pool);
     synth_small(gqa_path, 128, 8, 2, 12, &pool);
     target = Model::load(target_path, {.print_plan = false});
     q8 = Model::load(q8_path, {.print_plan = false});
+    q4 = Model::load(q4_path, {.print_plan = false});
     noise = Model::load(noise_path, {.print_plan = false});
     gqa = Model::load(gqa_path, {.print_plan = false});
     tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(target->gguf()));
