@@ -41,6 +41,16 @@ void add_sampling_flags(CLI::App* cmd, GenerationFlags& f) {
       ->capture_default_str();
 }
 
+void add_draft_flags(CLI::App* cmd, GenerationFlags& f) {
+  DraftOptions& d = f.draft;
+  cmd->add_option("--draft", d.model_path, "draft model (GGUF with the target's vocabulary) for speculative decoding");
+  cmd->add_option("--draft-ngram", d.ngram, "speculative decoding without a draft model: propose what followed "
+                  "the last N tokens earlier in the context (0: off)")->capture_default_str();
+  cmd->add_option("--draft-max", d.max, "most tokens drafted per round")->capture_default_str();
+  cmd->add_option("--draft-min", d.min, "fewest tokens drafted when drafting is on")->capture_default_str();
+  cmd->add_flag("--draft-fixed", d.fixed, "always draft --draft-max tokens (no run-time cost model)");
+}
+
 void finish_generation_flags(CLI::App* cmd, GenerationFlags& f) {
   std::vector<std::string> extras = cmd->remaining();
   size_t next_extra = 0;
@@ -62,6 +72,7 @@ void finish_generation_flags(CLI::App* cmd, GenerationFlags& f) {
   if (f.n_keep < 0) fail(ErrorKind::InvalidArgument, "--keep {} must be >= 0", f.n_keep);
   if (f.seed < -1) fail(ErrorKind::InvalidArgument, "--seed {} must be >= 0 (or -1 for random)", f.seed);
   validate(sampling_params(f));
+  validate(f.draft);
 }
 
 ModelSetup model_setup(const GenerationFlags& f) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/draft_setup.h"
 #include "engine/loaded_model.h"
 #include "sampling/params.h"
 
@@ -25,10 +26,13 @@ struct GenerationFlags {
   int n_predict = -1;
   long long seed = -1;
   SamplingParams sampling;
+  DraftOptions draft;  // --draft, --draft-ngram, --draft-max, --draft-min (add_draft_flags)
 };
 
 void add_model_flags(CLI::App* cmd, GenerationFlags& flags);
 void add_sampling_flags(CLI::App* cmd, GenerationFlags& flags);
+// Speculative decoding (engine/draft_setup.h).
+void add_draft_flags(CLI::App* cmd, GenerationFlags& flags);
 
 // Resolves -c/-ctk/-ctv (see above) and validates; throws Error(InvalidArgument).
 void finish_generation_flags(CLI::App* cmd, GenerationFlags& flags);

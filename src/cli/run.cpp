@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
@@ -43,6 +44,8 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   Session session(*m.context, *m.tokenizer, sampler);
   const std::vector<int32_t> tokens = m.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
   session.check_prompt_fits(tokens.size());  // before anything reaches stdout
+  std::optional<DraftRunner> draft;  // --draft / --draft-ngram: speculative decoding
+  if (f.gen.draft.enabled()) draft.emplace(f.gen.draft, m, sampler, f.ignore_eos, /*verbose=*/true);
 
   InterruptScope interrupt_scope;
   const bool stream = !f.json;
@@ -53,11 +56,13 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   GenerateOptions options;
   options.max_tokens = f.gen.n_predict;
   options.ignore_eos = f.ignore_eos;
-  const GenerationResult result = session.generate(tokens, options, [&](std::string_view piece) {
+  const auto on_text = [&](std::string_view piece) {
     if (!stream) return;
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
-  });
+  };
+  const GenerationResult result =
+      draft ? draft->generate(tokens, options, on_text) : session.generate(tokens, options, on_text);
   if (stream) std::fputc('\n', stdout);
 
   RunFacts facts;
@@ -73,7 +78,11 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
     fmt::print(stderr, "\ncontext shifted: {} old tokens were dropped ({})\n", result.stats.shifted_tokens,
                describe_context_policy(m.context->options()));
   fmt::print(stderr, "\n{}", format_stats(result.stats, facts));
-  if (f.json) fmt::print("{}\n", format_stats_json(result.stats, facts, result.text));
+  if (draft) fmt::print(stderr, "{}", draft->stats_text(result.stats));
+  if (f.json) {
+    const std::string json = format_stats_json(result.stats, facts, result.text);
+    fmt::print("{}\n", draft ? draft->add_json(json, result.stats) : json);
+  }
   std::fflush(stdout);
   return result.stats.stop == StopReason::Interrupted ? exit_code_for(ErrorKind::Interrupted) : 0;
 }
@@ -89,6 +98,7 @@ void add_run(CLI::App& app) {
   cmd->add_option("-n,--n-predict", flags->gen.n_predict, "tokens to generate (-1: until end of generation)")
       ->capture_default_str();
   add_sampling_flags(cmd, flags->gen);
+  add_draft_flags(cmd, flags->gen);
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "never stop at end-of-generation tokens (benchmarks, tests)");
   cmd->add_flag("--no-echo", flags->no_echo, "print only the continuation, not the prompt");
   cmd->add_flag("--json", flags->json, "print one JSON record (text and statistics) instead of streaming");

@@ -1,0 +1,93 @@
+#include "engine/draft_setup.h"
+
+#include <fmt/format.h>
+
+#include "engine/draft_model.h"
+#include "engine/ngram_draft.h"
+#include "engine/vocab_compat.h"
+#include "sampling/sampler_chain.h"
+#include "util/error.h"
+
+namespace ember {
+
+void validate(const DraftOptions& o) {
+  if (!o.model_path.empty() && o.ngram > 0)
+    fail(ErrorKind::InvalidArgument, "give either --draft FILE or --draft-ngram N, not both");
+  if (o.ngram < 0) fail(ErrorKind::InvalidArgument, "--draft-ngram {} must be >= 1 (0: off)", o.ngram);
+  if (o.max < 1) fail(ErrorKind::InvalidArgument, "--draft-max {} must be at least 1", o.max);
+  if (o.min < 1 || o.min > o.max)
+    fail(ErrorKind::InvalidArgument, "--draft-min {} must be between 1 and --draft-max {}", o.min, o.max);
+}
+
+DraftRunner::DraftRunner(const DraftOptions& options, LoadedModel& target, SamplerChain& sampler, bool ignore_eos,
+                         bool verbose)
+    : options_(options) {
+  validate(options_);
+  const Tokenizer& tok = *target.tokenizer;
+  std::vector<int32_t> eog;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id)
+    if (tok.is_eog(id)) eog.push_back(id);
+  if (!options_.model_path.empty()) {
+    model_ = Model::load(options_.model_path, {.print_plan = verbose});
+    require_compatible_vocab(tok.vocab(), Vocab::from_gguf(model_->gguf()));
+    ContextOptions ctx = target.context->options();
+    ctx.n_ctx = target.context->n_ctx();
+    ctx.k_type = ctx.v_type = DType::F16;
+    ctx.policy = ContextPolicy::Error;  // the decoder keeps drafts within the free context
+    ctx.print_plan = verbose;
+    context_ = std::make_unique<Context>(*model_, ctx, *target.pool);
+    auto draft = std::make_unique<DraftModel>(*context_, sampler, ignore_eos ? eog : std::vector<int32_t>{});
+    draft->set_eog(eog);
+    source_ = std::move(draft);
+  } else {
+    source_ = std::make_unique<NgramDraft>(options_.ngram);
+  }
+  decoder_ = std::make_unique<SpeculativeDecoder>(
+      *target.context, tok, sampler, *source_,
+      DraftLengthOptions{.min = options_.min, .max = options_.max, .adaptive = !options_.fixed});
+}
+
+DraftRunner::~DraftRunner() = default;
+
+GenerationResult DraftRunner::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                       const Session::TextSink& on_text) {
+  SpeculativeResult r = decoder_->generate(prompt, options, on_text);
+  stats_ = r.spec;
+  return std::move(r.generation);
+}
+
+namespace {
+// Plain decoding's rate as the run measured it (single-token passes), 0 when none ran.
+double plain_tps(const DraftLength& length) { return length.plain_ms() > 0 ? 1000.0 / length.plain_ms() : 0.0; }
+}  // namespace
+
+std::string DraftRunner::stats_text(const GenerationStats& g) const {
+  const SpeculativeStats& s = stats_;
+  std::string out = fmt::format(
+      "speculative ({}): drafted {}, accepted {} ({:.1f}%), mean accepted {:.2f} per drafting round, "
+      "{:.2f} tokens per target pass ({} passes, {} with drafts, {} with drafting off)\n",
+      source_->name(), s.drafted, s.accepted, 100.0 * s.acceptance_rate(), s.mean_accepted(),
+      s.tokens_per_pass(g.generated_tokens), s.rounds, s.draft_rounds, s.off_rounds);
+  out += fmt::format("speculative time: draft {:.1f} ms, target passes {:.1f} ms; effective {:.2f} tok/s", s.draft_ms,
+                     s.verify_ms, g.generation_tps());
+  const double plain = plain_tps(decoder_->draft_length());
+  if (plain > 0) out += fmt::format(" vs ~{:.2f} tok/s for a plain step measured in this run", plain);
+  out += "\n";
+  return out;
+}
+
+std::string DraftRunner::add_json(const std::string& json, const GenerationStats& g) const {
+  const SpeculativeStats& s = stats_;
+  const std::string spec = fmt::format(
+      "\"speculative\":{{\"source\":\"{}\",\"drafted\":{},\"accepted\":{},\"acceptance_rate\":{:.4f},"
+      "\"mean_accepted\":{:.4f},\"tokens_per_pass\":{:.4f},\"target_passes\":{},\"draft_rounds\":{},"
+      "\"off_rounds\":{},\"draft_ms\":{:.3f},\"verify_ms\":{:.3f},\"effective_tps\":{:.3f},\"plain_step_tps\":{:.3f}}}",
+      source_->name(), s.drafted, s.accepted, s.acceptance_rate(), s.mean_accepted(),
+      s.tokens_per_pass(g.generated_tokens), s.rounds, s.draft_rounds, s.off_rounds, s.draft_ms, s.verify_ms,
+      g.generation_tps(), plain_tps(decoder_->draft_length()));
+  const size_t close = json.rfind('}');
+  if (close == std::string::npos) return json;
+  return json.substr(0, close) + "," + spec + json.substr(close);
+}
+
+}  // namespace ember

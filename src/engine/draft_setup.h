@@ -1,0 +1,55 @@
+// What `run` (and `chat`) need for speculative decoding beyond the target: the draft flags,
+// loading and checking the draft model (sharing the target's thread pool: the two never
+// run at the same time), the decoder, and the statistics for stderr and --json.
+//
+//   ember run -m big.gguf --draft small.gguf -p "..."      draft model, k adapted per round
+//   ember run -m big.gguf --draft-ngram 3 -f edit.txt      prompt lookup, no draft model
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/loaded_model.h"
+#include "engine/speculative.h"
+
+namespace ember {
+
+struct DraftOptions {
+  std::string model_path;  // --draft FILE
+  int ngram = 0;           // --draft-ngram N: prompt-lookup drafting with n-grams up to N
+  int max = 8;             // --draft-max
+  int min = 1;             // --draft-min
+  bool fixed = false;      // --draft-fixed: always draft max (no cost model), for measurements
+  bool enabled() const { return !model_path.empty() || ngram > 0; }
+};
+
+// Throws Error(InvalidArgument) for contradicting or out-of-range flags.
+void validate(const DraftOptions& options);
+
+class DraftRunner {
+ public:
+  // Loads the draft model (when given), checks its vocabulary against the target's and builds
+  // the decoder. `ignore_eos` bans end-of-generation tokens in the draft as in the target.
+  DraftRunner(const DraftOptions& options, LoadedModel& target, SamplerChain& sampler, bool ignore_eos,
+              bool verbose);
+  ~DraftRunner();
+
+  GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                            const Session::TextSink& on_text);
+
+  const SpeculativeStats& last_stats() const { return stats_; }
+  // Lines for stderr after the generation statistics.
+  std::string stats_text(const GenerationStats& generation) const;
+  // `json` (one object, as format_stats_json writes it) with a "speculative" object added.
+  std::string add_json(const std::string& json, const GenerationStats& generation) const;
+
+ private:
+  DraftOptions options_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Context> context_;
+  std::unique_ptr<DraftSource> source_;
+  std::unique_ptr<SpeculativeDecoder> decoder_;
+  SpeculativeStats stats_;
+};
+
+}  // namespace ember
