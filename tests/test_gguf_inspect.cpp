@@ -89,7 +89,7 @@ TEST_CASE("inspect lists header, metadata, tensors and totals") {
   CHECK(r.err.empty());
   CHECK(r.out.find("GGUF v3: 3 key/values, 2 tensors, alignment 32, data section at byte 320, file 864 bytes") !=
         std::string::npos);
-  CHECK(r.out.find("array[string] 3: [\"<unk>\", \"a\"b\", \"line\\nbreak\"]") != std::string::npos);
+  CHECK(r.out.find(R"(array[string] 3: ["<unk>", "a\"b", "line\nbreak"])") != std::string::npos);
   CHECK(r.out.find("token_embd.weight   Q8_0     64 x 4") != std::string::npos);
   // 64*4 Q8_0 (8 blocks of 34 bytes) + 64 F32 = 272 + 256 bytes for 320 weights.
   CHECK(r.out.find("totals: 2 tensors (F32 1, Q8_0 1), 320 parameters, 528 bytes of tensor data, 13.20 bits per weight") !=

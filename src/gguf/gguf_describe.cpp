@@ -13,11 +13,22 @@ namespace {
 
 bool is_unsigned64(ValueType t) { return t == ValueType::U64; }
 
+// A string for the text listing: printable (escaped, cut) and quoted, with inner quotes escaped
+// so `"\""` cannot be misread.
+std::string quoted(std::string_view s, size_t max_bytes) {
+  std::string out = "\"";
+  for (char c : printable(s, max_bytes)) {
+    if (c == '"') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 // One array element as text (JSON when `json`); strings quoted.
 std::string element(const ArrayView& a, uint64_t i, bool json, size_t string_chars) {
   switch (a.element_type()) {
     case ValueType::STRING:
-      return json ? json_string(a.string_at(i)) : "\"" + printable(a.string_at(i), string_chars) + "\"";
+      return json ? json_string(a.string_at(i)) : quoted(a.string_at(i), string_chars);
     case ValueType::F32:
     case ValueType::F64: {
       const double v = a.float_at(i);
@@ -50,7 +61,7 @@ std::string scalar_text(const KeyValue& kv, bool json) {
 }  // namespace
 
 std::string describe_value(const KeyValue& kv, const DescribeLimits& limits) {
-  if (kv.type == ValueType::STRING) return "string \"" + printable(kv.str, limits.string_chars) + "\"";
+  if (kv.type == ValueType::STRING) return "string " + quoted(kv.str, limits.string_chars);
   if (kv.type != ValueType::ARRAY) return fmt::format("{} {}", value_type_name(kv.type), scalar_text(kv, false));
   const ArrayView& a = kv.array;
   std::string out = fmt::format("array[{}] {}: [", value_type_name(a.element_type()), a.size());
