@@ -35,7 +35,7 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON -DEMBER_CUDA=OFF $(CMAKE_ARGS) >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
-	@mkdir -p build-fuzz/corpus && build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 build-fuzz/corpus tests/fuzz/seeds
+	@mkdir -p build-fuzz/corpus && build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -dict=tests/fuzz/gguf.dict build-fuzz/corpus tests/fuzz/seeds
 
 # Copies CLI11, fmt and doctest headers into third_party/ so the tree builds on machines
 # without Debian packages (GPU machines): carry third_party/ along with the source.

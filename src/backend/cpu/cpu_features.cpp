@@ -1,6 +1,9 @@
 #include "backend/cpu/cpu_features.h"
 
 #include <atomic>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <cstring>
 
@@ -16,10 +19,13 @@ CpuFeatures detect() {
   f.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
-#if defined(__clang__) || __GNUC__ >= 12
-  f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
-  f.avx_vnni = __builtin_cpu_supports("avxvnni");
-#endif
+  // Leaf 7 sub-leaf 1 (EAX): bit 4 AVX-VNNI, bit 5 AVX512-BF16. Read directly because
+  // older compilers (clang 14) reject these names in __builtin_cpu_supports.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    f.avx_vnni = f.avx2 && ((eax >> 4) & 1u);
+    f.avx512_bf16 = f.avx512 && ((eax >> 5) & 1u);
+  }
 #endif
   return f;
 }
