@@ -12,7 +12,7 @@ constexpr double kKeep = 0.9;  // weight of the old estimate per new measurement
 double ewma(double old, double sample, bool have) { return have ? kKeep * old + (1 - kKeep) * sample : sample; }
 }  // namespace
 
-DraftLength::DraftLength(const DraftLengthOptions& o) : opt_(o) {
+DraftLength::DraftLength(const DraftLengthOptions& o) : opt_(o), t_(static_cast<size_t>(std::max(o.max, 1)) + 2, 0.0) {
   if (o.max < 1) fail(ErrorKind::InvalidArgument, "--draft-max {} must be at least 1", o.max);
   if (o.min < 1 || o.min > o.max)
     fail(ErrorKind::InvalidArgument, "--draft-min {} must be between 1 and --draft-max {}", o.min, o.max);
@@ -20,14 +20,21 @@ DraftLength::DraftLength(const DraftLengthOptions& o) : opt_(o) {
 
 double DraftLength::acceptance() const { return std::clamp(acc_ / tried_, 0.0, 0.999); }
 
-double DraftLength::rate(int k) const {
+double DraftLength::pass_ms(int n) const {
   const double a = have_a_ ? a_ : 1.0;
-  const double b = have_b_ ? b_ : 0.2 * a;  // priors until measured
+  if (n == 1) return a;
+  if (static_cast<size_t>(n) < t_.size() && t_[static_cast<size_t>(n)] > 0) return t_[static_cast<size_t>(n)];
+  const double b = have_b_ ? b_ : 0.2 * a;  // prior until measured
+  return a + b * (n - 1);
+}
+
+double DraftLength::rate(int k) const {
+  if (k == 0) return 1.0 / pass_ms(1);
+  const double a = have_a_ ? a_ : 1.0;
   const double c = have_c_ ? c_ : 0.1 * a;
-  if (k == 0) return 1.0 / a;
   const double alpha = acceptance();
   const double expected = (1.0 - std::pow(alpha, k + 1)) / (1.0 - alpha);
-  return expected / (a + (b + c) * k);
+  return expected / (pass_ms(k + 1) + c * k);
 }
 
 int DraftLength::next() {
@@ -40,7 +47,7 @@ int DraftLength::next() {
   if (pays) {
     off_ = false;
     probe_interval_ = 16;
-    return best;
+    return ++rounds_on_ % 32 == 0 ? 0 : best;  // a plain step now and then keeps a current
   }
   if (!off_) {
     off_ = true;
@@ -48,7 +55,7 @@ int DraftLength::next() {
   }
   if (++plain_since_probe_ >= probe_interval_) {
     plain_since_probe_ = 0;
-    probe_interval_ = std::min(256, probe_interval_ * 2);
+    probe_interval_ = std::min(opt_.costly_source ? 1024 : 256, probe_interval_ * 2);
     return opt_.min;
   }
   return 0;
@@ -56,6 +63,14 @@ int DraftLength::next() {
 
 void DraftLength::record_pass(int n, double ms) {
   if (n <= 0 || !(ms >= 0)) return;
+  if (!warm_) {  // caches, page faults, scratch growth: not what later passes cost
+    warm_ = true;
+    return;
+  }
+  if (static_cast<size_t>(n) < t_.size()) {
+    double& t = t_[static_cast<size_t>(n)];
+    t = t > 0 ? kKeep * t + (1 - kKeep) * ms : ms;
+  }
   if (n == 1) {
     a_ = ewma(a_, ms, have_a_);
     have_a_ = true;

@@ -1,16 +1,20 @@
 // How many tokens to draft next round, from costs measured at run time, so that speculative
 // decoding is never (much) slower than plain decoding.
 //
-// Model: a target pass over n tokens costs t(n) = a + b (n - 1) (a = one plain decode step),
-// a drafted token costs c, and each drafted token is accepted with probability alpha given
-// the ones before it were. A round drafting k tokens then yields E(k) = (1 - alpha^(k+1)) /
-// (1 - alpha) tokens in a + (b + c) k, so the rate is E(k) / (a + (b + c) k) against 1 / a
-// for plain decoding. The controller picks the k in [min, max] with the best rate, or 0
-// (drafting off) when even that does not beat plain decoding; while off it probes again with
-// a short draft after 16, 32, ... 256 plain steps, so a later copy-heavy stretch or a better
-// acceptance is noticed at a bounded cost. Estimates are exponentially weighted (recent
-// rounds count more) and start from mild priors until measured.
+// Model: a target pass over n tokens costs t(n) (t(1) = a, one plain decode step), a drafted
+// token costs c, and each drafted token is accepted with probability alpha given the ones
+// before it were. A round drafting k tokens then yields E(k) = (1 - alpha^(k+1)) / (1 - alpha)
+// tokens in t(k + 1) + c k, against 1 / a for plain decoding. t(n) is measured per n, not
+// assumed linear: the CPU matmul shares weight loads only from 4 tokens on (its micro-tile),
+// so 2-3 token passes cost nearly 2-3 steps while 4-5 cost little more than 3; unmeasured
+// sizes are interpolated as a + b (n - 1). The controller picks the k in [min, max] with the
+// best rate, or 0 (drafting off) when even that does not beat plain decoding. While on, every
+// 32nd round is a plain step that keeps a current (machine load changes); while off it probes
+// with a short draft after 16, 32, ... plain steps (up to 256, or 1024 for a draft model whose
+// probe must first catch up on the tokens it missed). The first pass is a warm-up and not
+// measured. Estimates are exponentially weighted and start from mild priors.
 #pragma once
+#include <vector>
 
 namespace ember {
 
@@ -18,6 +22,7 @@ struct DraftLengthOptions {
   int min = 1;            // fewest tokens worth drafting when drafting is on
   int max = 8;            // most tokens drafted per round
   bool adaptive = true;   // false: always draft max (tests, measurements)
+  bool costly_source = true;  // a draft model (probes catch up); false for n-gram lookup
 };
 
 class DraftLength {
@@ -37,8 +42,12 @@ class DraftLength {
 
  private:
   DraftLengthOptions opt_;
-  double a_ = 0, b_ = 0, c_ = 0;   // ms; 0 = not measured yet
+  double pass_ms(int n) const;     // t(n), measured or interpolated
+  double a_ = 0, b_ = 0, c_ = 0;   // ms
   bool have_a_ = false, have_b_ = false, have_c_ = false;
+  std::vector<double> t_;          // [n] measured t(n), 0 = not yet
+  bool warm_ = false;              // the warm-up pass went by
+  int rounds_on_ = 0;
   double acc_ = 1.0, tried_ = 2.0;  // decayed counts: prior alpha = 0.5
   bool off_ = false;
   int plain_since_probe_ = 0, probe_interval_ = 16;

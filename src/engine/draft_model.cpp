@@ -49,7 +49,9 @@ void DraftModel::propose(std::span<const int32_t> context, int max_tokens, int32
   // The penalty window sees the same tokens the target's does.
   chain_.reset_history();
   for (int32_t t : context) chain_.accept(t);
+  const size_t held_before = held_.size();
   std::span<const float> logits = follow(context);
+  out.caught_up = static_cast<int>(held_.size() - std::min(held_.size(), held_before));
   for (int i = 0;; ++i) {
     logits_.assign(logits.begin(), logits.end());
     for (int32_t id : banned_)

@@ -16,8 +16,15 @@ struct DraftProposal {
   // q[i]: the distribution tokens[i] was drawn from. Empty for deterministic sources: each
   // token then had probability 1 (q is one-hot).
   std::vector<Candidates> q;
+  // Context tokens the source had to process before drafting (a draft model catching up on
+  // what it has not seen: large after drafting was off a while, not a per-token cost).
+  int caught_up = 0;
   bool deterministic() const { return q.empty(); }
-  void clear() { tokens.clear(); q.clear(); }
+  void clear() {
+    tokens.clear();
+    q.clear();
+    caught_up = 0;
+  }
 };
 
 class DraftSource {

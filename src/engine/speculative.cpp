@@ -21,6 +21,11 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 constexpr int kAttentionQueryRows = 32;
 }  // namespace
 
+DraftLengthOptions with_source(DraftLengthOptions options, const DraftSource& source) {
+  options.costly_source = source.costly();
+  return options;
+}
+
 int max_verify_rows(const Context& target) {
   const Hparams& hp = target.model().hparams();
   const int group = hp.n_head_kv > 0 ? hp.n_head / hp.n_head_kv : 1;
@@ -46,7 +51,7 @@ Candidates residual_distribution(const Candidates& p, std::span<const float> q_d
 
 SpeculativeDecoder::SpeculativeDecoder(Context& target, const Tokenizer& tok, SamplerChain& sampler,
                                        DraftSource& draft, const DraftLengthOptions& length)
-    : ctx_(target), tok_(tok), sampler_(sampler), draft_(draft), length_(length) {
+    : ctx_(target), tok_(tok), sampler_(sampler), draft_(draft), length_(with_source(length, draft)) {
   n_vocab_ = static_cast<size_t>(ctx_.n_vocab());
 }
 
@@ -181,7 +186,8 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
       draft_.propose(context, k, id_limit, proposal);
       const double ms = ms_since(t0);
       spec.draft_ms += ms;
-      length_.record_draft(static_cast<int>(proposal.tokens.size()), ms);
+      // A long catch-up (the first round after drafting was off) is not what drafting costs.
+      if (proposal.caught_up <= k + 2) length_.record_draft(static_cast<int>(proposal.tokens.size()), ms);
     }
     const size_t n_draft = proposal.tokens.size();
 

@@ -61,6 +61,9 @@ struct SpeculativeResult {
 // (see above): 32 / (query heads per KV head), at least 1.
 int max_verify_rows(const Context& target);
 
+// `options` with costly_source set from the source (probing a draft model costs a catch-up).
+DraftLengthOptions with_source(DraftLengthOptions options, const DraftSource& source);
+
 class SpeculativeDecoder {
  public:
   SpeculativeDecoder(Context& target, const Tokenizer& tok, SamplerChain& sampler, DraftSource& draft,
