@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/llama_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ember: run LLMs from GGUF files on the CPU or an NVIDIA GPU"};
@@ -20,8 +21,11 @@ int main(int argc, char** argv) {
   ember::cli::add_quantize(app);
   ember::cli::add_synth(app);
 
+  std::vector<std::string> args = ember::cli::expand_llama_flags(argc, argv);
+  std::vector<const char*> arg_ptrs;
+  for (const std::string& a : args) arg_ptrs.push_back(a.c_str());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

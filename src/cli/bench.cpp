@@ -35,8 +35,6 @@ struct BenchArgs {
   int n_ubatch = 512;
   std::string ctk = "f16", ctv = "f16";
   std::string output = "md";
-  std::vector<std::string> c_values;  // "tk"/"tv": CLI11 reads -ctk X as -c "tk" plus a stray X
-  std::vector<std::string> extras;
   bool no_warmup = false;
 };
 
@@ -56,19 +54,7 @@ eval::BenchModelInfo describe_model(const Model& model, const std::string& path)
   return info;
 }
 
-// Matches the "tk"/"tv" values CLI11 gives -c for -ctk/-ctv to the stray type names.
-void resolve_cache_types(BenchArgs& a) {
-  size_t next = 0;
-  for (const std::string& v : a.c_values) {
-    if (v != "tk" && v != "tv") fail(ErrorKind::InvalidArgument, "-c{}: bench has no -c (did you mean -ctk/-ctv?)", v);
-    if (next >= a.extras.size()) fail(ErrorKind::InvalidArgument, "-c{} needs a type: f32, f16, q8_0, q4_0", v);
-    (v == "tk" ? a.ctk : a.ctv) = a.extras[next++];
-  }
-  if (next < a.extras.size()) fail(ErrorKind::InvalidArgument, "unexpected argument '{}'", a.extras[next]);
-}
-
 int run_bench(BenchArgs& a) {
-  resolve_cache_types(a);
   if (a.output != "md" && a.output != "json" && a.output != "csv") {
     fail(ErrorKind::InvalidArgument, "-o {}: expected md, json or csv", a.output);
   }
@@ -151,15 +137,9 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--ubatch-size", args->n_ubatch, "tokens per forward pass")->capture_default_str();
   cmd->add_option("--cache-type-k", args->ctk, "KV cache K type (-ctk): f32, f16, q8_0, q4_0")->capture_default_str();
   cmd->add_option("--cache-type-v", args->ctv, "KV cache V type (-ctv)")->capture_default_str();
-  cmd->add_option("-c", args->c_values, "(reads -ctk/-ctv)")
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->group("");
-  cmd->allow_extras();
   cmd->add_option("-o,--output", args->output, "md, json or csv")->capture_default_str();
   cmd->add_flag("--no-warmup", args->no_warmup, "skip the warm-up run");
-  cmd->callback([args, cmd] {
-    args->extras = cmd->remaining();
+  cmd->callback([args] {
     set_exit_code(guarded("bench", [&] { return run_bench(*args); }));
   });
 }

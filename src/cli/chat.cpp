@@ -238,7 +238,7 @@ class ChatRepl {
 };
 
 int run_chat(CLI::App* cmd, ChatFlags& f) {
-  finish_generation_flags(cmd, f.gen);
+  finish_generation_flags(f.gen);
   LoadedModel m = load_model(model_setup(f.gen));
   std::string warning;
   ChatTemplate chat_template = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);

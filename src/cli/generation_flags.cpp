@@ -1,28 +1,24 @@
 #include "cli/generation_flags.h"
 
-#include <charconv>
-
 #include "util/error.h"
 
 namespace ember::cli {
 
 void add_model_flags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("-m,--model", f.model, "GGUF model file")->required();
-  cmd->add_option("-c,--ctx-size", f.ctx_values, "context size in tokens (0: the model's, at most 4096)")
-      ->type_name("N")
-      ->allow_extra_args(false)  // one value per -c; -c 512 -ctk q8_0 gives {"512", "tk"}
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("-c,--ctx-size", f.n_ctx, "context size in tokens (0: the model's, at most 4096)")
+      ->type_name("N");
   cmd->add_option("--cache-type-k", f.cache_type_k, "KV cache type for K (-ctk): f32, f16, q8_0, q4_0")
       ->capture_default_str();
   cmd->add_option("--cache-type-v", f.cache_type_v, "KV cache type for V (-ctv): f32, f16, q8_0, q4_0")
       ->capture_default_str();
   cmd->add_option("-b,--batch-size", f.n_batch, "prompt tokens per decode call")->capture_default_str();
+  cmd->add_option("--ubatch-size", f.n_ubatch, "tokens per forward pass (-ub)")->capture_default_str();
   cmd->add_option("-t,--threads", f.n_threads, "threads (0: all cores)");
   cmd->add_flag("--context-shift", f.context_shift,
                 "when the context is full, drop the oldest half of the tokens and continue (default: stop)");
   cmd->add_option("--keep", f.n_keep, "tokens kept at the start under --context-shift (after BOS)")
       ->capture_default_str();
-  cmd->allow_extras();  // the values of -ctk/-ctv, see generation_flags.h
 }
 
 void add_sampling_flags(CLI::App* cmd, GenerationFlags& f) {
@@ -51,23 +47,10 @@ void add_draft_flags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_flag("--draft-fixed", d.fixed, "always draft --draft-max tokens (no run-time cost model)");
 }
 
-void finish_generation_flags(CLI::App* cmd, GenerationFlags& f) {
-  std::vector<std::string> extras = cmd->remaining();
-  size_t next_extra = 0;
-  int n_ctx = 0;
-  for (const std::string& v : f.ctx_values) {
-    if (v == "tk" || v == "tv") {
-      if (next_extra >= extras.size()) fail(ErrorKind::InvalidArgument, "-c{} needs a value: f32, f16, q8_0, q4_0", v);
-      (v == "tk" ? f.cache_type_k : f.cache_type_v) = extras[next_extra++];
-      continue;
-    }
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n_ctx);
-    if (ec != std::errc() || end != v.data() + v.size() || n_ctx < 0)
-      fail(ErrorKind::InvalidArgument, "-c '{}': expected a number of tokens (or -ctk/-ctv TYPE)", v);
-  }
-  if (next_extra < extras.size()) fail(ErrorKind::InvalidArgument, "unexpected argument '{}'", extras[next_extra]);
-  f.ctx_values = {std::to_string(n_ctx)};
+void finish_generation_flags(GenerationFlags& f) {
+  if (f.n_ctx < 0) fail(ErrorKind::InvalidArgument, "-c {} must be >= 0 (0: the model's context)", f.n_ctx);
   if (f.n_batch < 1) fail(ErrorKind::InvalidArgument, "-b {} must be at least 1", f.n_batch);
+  if (f.n_ubatch < 1) fail(ErrorKind::InvalidArgument, "-ub {} must be at least 1", f.n_ubatch);
   if (f.n_threads < 0) fail(ErrorKind::InvalidArgument, "-t {} must be positive (0: all cores)", f.n_threads);
   if (f.n_keep < 0) fail(ErrorKind::InvalidArgument, "--keep {} must be >= 0", f.n_keep);
   if (f.seed < -1) fail(ErrorKind::InvalidArgument, "--seed {} must be >= 0 (or -1 for random)", f.seed);
@@ -79,9 +62,9 @@ ModelSetup model_setup(const GenerationFlags& f) {
   ModelSetup s;
   s.path = f.model;
   s.n_threads = f.n_threads;
-  s.context.n_ctx = f.ctx_values.empty() ? 0 : std::stoi(f.ctx_values.back());
+  s.context.n_ctx = f.n_ctx;
   s.context.n_batch = f.n_batch;
-  s.context.n_ubatch = std::min(f.n_batch, 512);
+  s.context.n_ubatch = std::min(f.n_batch, f.n_ubatch);
   s.context.k_type = parse_kv_type(f.cache_type_k, "-ctk");
   s.context.v_type = parse_kv_type(f.cache_type_v, "-ctv");
   s.context.policy = f.context_shift ? ContextPolicy::Shift : ContextPolicy::Error;

@@ -1,8 +1,5 @@
 // Flags shared by `run` and `chat` (llama.cpp's names): model and context setup, sampling.
-//
-// -ctk/-ctv: CLI11 (2.1) only knows one-letter short options, so it reads "-ctk q8_0" as
-// -c with the value "tk" followed by a stray "q8_0". -c is therefore collected as text and
-// the stray values are matched back to their -ctk/-ctv in finish_generation_flags().
+// -ctk/-ctv arrive as --cache-type-k/--cache-type-v (cli/llama_flags.h).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
@@ -16,8 +13,9 @@ namespace ember::cli {
 
 struct GenerationFlags {
   std::string model;
-  std::vector<std::string> ctx_values;  // -c N, or "tk"/"tv" from -ctk/-ctv
+  int n_ctx = 0;  // tokens; 0: the model's training context, at most 4096
   int n_batch = 2048;
+  int n_ubatch = 512;  // tokens per forward pass (-ub)
   int n_threads = 0;
   std::string cache_type_k = "f16";
   std::string cache_type_v = "f16";
@@ -34,8 +32,8 @@ void add_sampling_flags(CLI::App* cmd, GenerationFlags& flags);
 // Speculative decoding (engine/draft_setup.h).
 void add_draft_flags(CLI::App* cmd, GenerationFlags& flags);
 
-// Resolves -c/-ctk/-ctv (see above) and validates; throws Error(InvalidArgument).
-void finish_generation_flags(CLI::App* cmd, GenerationFlags& flags);
+// Validates the parsed flags; throws Error(InvalidArgument).
+void finish_generation_flags(GenerationFlags& flags);
 
 ModelSetup model_setup(const GenerationFlags& flags);
 SamplingParams sampling_params(const GenerationFlags& flags);

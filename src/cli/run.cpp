@@ -34,7 +34,7 @@ struct RunFlags {
 };
 
 int run_generation(CLI::App* cmd, RunFlags& f) {
-  finish_generation_flags(cmd, f.gen);
+  finish_generation_flags(f.gen);
   if (f.prompt.empty() == f.prompt_file.empty())
     fail(ErrorKind::InvalidArgument, "give the prompt with exactly one of -p TEXT or -f FILE");
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);

@@ -1,0 +1,39 @@
+#include "cli/llama_flags.h"
+
+#include <string_view>
+#include <utility>
+
+namespace ember::cli {
+
+namespace {
+constexpr std::pair<std::string_view, std::string_view> kLongForms[] = {
+    {"-ctk", "--cache-type-k"},
+    {"-ctv", "--cache-type-v"},
+    {"-ub", "--ubatch-size"},
+};
+}  // namespace
+
+std::vector<std::string> expand_llama_flags(int argc, const char* const* argv) {
+  std::vector<std::string> args;
+  args.reserve(static_cast<size_t>(argc));
+  bool after_double_dash = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") after_double_dash = true;
+    std::string expanded(arg);
+    if (i > 0 && !after_double_dash) {
+      for (auto [short_form, long_form] : kLongForms) {
+        if (arg == short_form) {
+          expanded = long_form;
+        } else if (arg.size() > short_form.size() + 1 && arg.substr(0, short_form.size()) == short_form &&
+                   arg[short_form.size()] == '=') {  // -ctk=q8_0
+          expanded = std::string(long_form) + std::string(arg.substr(short_form.size()));
+        }
+      }
+    }
+    args.push_back(std::move(expanded));
+  }
+  return args;
+}
+
+}  // namespace ember::cli

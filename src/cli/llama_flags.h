@@ -1,0 +1,13 @@
+// llama.cpp spells some short options with several letters (-ctk, -ctv, -ub). CLI11 only
+// knows one-letter short options and would read "-ctk q8_0" as "-c tk" plus a stray value,
+// so the command line is rewritten to the long spellings once, before parsing.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace ember::cli {
+
+// argv with every llama.cpp multi-letter short flag replaced by its long form.
+std::vector<std::string> expand_llama_flags(int argc, const char* const* argv);
+
+}  // namespace ember::cli
