@@ -8,7 +8,8 @@
 namespace ember {
 
 namespace {
-constexpr double kKeep = 0.9;  // weight of the old estimate per new measurement
+constexpr double kKeep = 0.9;    // weight of the old estimate per new measurement
+constexpr double kMargin = 1.05; // predicted speed-up needed to draft
 double ewma(double old, double sample, bool have) { return have ? kKeep * old + (1 - kKeep) * sample : sample; }
 }  // namespace
 
@@ -23,7 +24,8 @@ double DraftLength::acceptance() const { return std::clamp(acc_ / tried_, 0.0, 0
 double DraftLength::pass_ms(int n) const {
   const double a = have_a_ ? a_ : 1.0;
   if (n == 1) return a;
-  if (static_cast<size_t>(n) < t_.size() && t_[static_cast<size_t>(n)] > 0) return t_[static_cast<size_t>(n)];
+  // A pass over more tokens never costs less than a plain step: a lower sample is noise.
+  if (static_cast<size_t>(n) < t_.size() && t_[static_cast<size_t>(n)] > 0) return std::max(a, t_[static_cast<size_t>(n)]);
   const double b = have_b_ ? b_ : 0.2 * a;  // prior until measured
   return a + b * (n - 1);
 }
@@ -43,7 +45,10 @@ int DraftLength::next() {
   int best = opt_.min;
   for (int k = opt_.min + 1; k <= opt_.max; ++k)
     if (rate(k) > rate(best)) best = k;
-  const bool pays = rate(best) > rate(0);
+  // Drafting must promise a clear gain (kMargin): timing noise on a loaded machine must not
+  // switch it on for a draft that cannot pay (acceptance near 0, or a draft as costly as the
+  // target).
+  const bool pays = rate(best) > kMargin * rate(0);
   if (pays) {
     off_ = false;
     probe_interval_ = 16;

@@ -8,7 +8,7 @@
 // assumed linear: the CPU matmul shares weight loads only from 4 tokens on (its micro-tile),
 // so 2-3 token passes cost nearly 2-3 steps while 4-5 cost little more than 3; unmeasured
 // sizes are interpolated as a + b (n - 1). The controller picks the k in [min, max] with the
-// best rate, or 0 (drafting off) when even that does not beat plain decoding. While on, every
+// best rate, or 0 (drafting off) when even that does not beat plain decoding by 5%. While on, every
 // 32nd round is a plain step that keeps a current (machine load changes); while off it probes
 // with a short draft after 16, 32, ... plain steps (up to 256, or 1024 for a draft model whose
 // probe must first catch up on the tokens it missed). The first pass is a warm-up and not
