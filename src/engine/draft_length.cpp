@@ -10,7 +10,12 @@ namespace ember {
 namespace {
 constexpr double kKeep = 0.9;    // weight of the old estimate per new measurement
 constexpr double kMargin = 1.05; // predicted speed-up needed to draft
-double ewma(double old, double sample, bool have) { return have ? kKeep * old + (1 - kKeep) * sample : sample; }
+// Timings on a shared machine have rare huge outliers (a preempted thread costs a whole
+// scheduler slice): a sample counts at most twice the current estimate, so one hiccup cannot
+// make plain steps look slow (and drafting look good) for many rounds.
+double ewma(double old, double sample, bool have) {
+  return have ? kKeep * old + (1 - kKeep) * std::min(sample, 2.0 * old) : sample;
+}
 }  // namespace
 
 DraftLength::DraftLength(const DraftLengthOptions& o) : opt_(o), t_(static_cast<size_t>(std::max(o.max, 1)) + 2, 0.0) {
@@ -74,7 +79,7 @@ void DraftLength::record_pass(int n, double ms) {
   }
   if (static_cast<size_t>(n) < t_.size()) {
     double& t = t_[static_cast<size_t>(n)];
-    t = t > 0 ? kKeep * t + (1 - kKeep) * ms : ms;
+    t = ewma(t, ms, t > 0);
   }
   if (n == 1) {
     a_ = ewma(a_, ms, have_a_);
