@@ -31,7 +31,8 @@ struct PerplexityArgs {
   int n_threads = 0;
   std::string kld_base;
   bool kld = false;
-  int kld_top = 64;
+  int kld_top = 32;
+  int kld_samples = 32;
 };
 
 std::string read_text(const std::string& path) {
@@ -53,6 +54,9 @@ std::unique_ptr<Context> make_context(const Model& model, int n_ctx, int n_batch
 int run_perplexity(const PerplexityArgs& a) {
   if (a.n_batch < 1) fail(ErrorKind::InvalidArgument, "-b {} must be positive", a.n_batch);
   if (a.kld_top < 0) fail(ErrorKind::InvalidArgument, "--kl-divergence-top {} must be >= 0", a.kld_top);
+  if (a.kld_samples < 1 || a.kld_samples > 65536) {
+    fail(ErrorKind::InvalidArgument, "--kl-divergence-samples {} must be in [1, 65536]", a.kld_samples);
+  }
   const int n_threads = a.n_threads > 0 ? a.n_threads : ThreadPool::default_threads();
   LoadOptions lo;
   lo.n_threads = n_threads;
@@ -65,8 +69,8 @@ int run_perplexity(const PerplexityArgs& a) {
     if (a.kld_base.empty()) fail(ErrorKind::InvalidArgument, "--kl-divergence needs --kl-divergence-base FILE");
     const eval::LogProbReader base(a.kld_base);
     const eval::ChunkPlan plan = base.plan();
-    fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} (top {} stored per position), {} threads\n",
-               plan.n_chunk, plan.n_ctx, a.kld_base, base.header().top_k, n_threads);
+    fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} (top {} + {} tail samples per position), {} threads\n",
+               plan.n_chunk, plan.n_ctx, a.kld_base, base.header().top_k, base.header().tail_samples, n_threads);
     auto ctx = make_context(*model, plan.n_ctx, a.n_batch, pool);
     fmt::print("{}", eval::KldAccumulator::chunk_table_header());
     const eval::KldAccumulator acc = eval::kl_divergence(*ctx, base, opt, [](int chunk, const eval::KldAccumulator& r) {
@@ -90,20 +94,22 @@ int run_perplexity(const PerplexityArgs& a) {
   auto ctx = make_context(*model, plan.n_ctx, a.n_batch, pool);
 
   std::unique_ptr<eval::LogProbWriter> writer;
-  uint32_t top_k = 0;
+  std::unique_ptr<eval::RecordBuilder> records;
   if (!a.kld_base.empty()) {
-    top_k = a.kld_top == 0 ? uint32_t(ctx->n_vocab()) : std::min<uint32_t>(uint32_t(a.kld_top), uint32_t(ctx->n_vocab()));
+    records = std::make_unique<eval::RecordBuilder>(ctx->n_vocab(), uint32_t(a.kld_top), uint32_t(a.kld_samples));
     eval::LogProbHeader h;
     h.n_ctx = uint32_t(plan.n_ctx);
     h.n_vocab = uint32_t(ctx->n_vocab());
     h.n_chunk = uint32_t(plan.n_chunk);
-    h.top_k = top_k;
+    h.top_k = records->top_k();
+    h.tail_samples = records->tail_samples();
     h.add_bos = opt.add_bos ? 1 : 0;
     h.bos = opt.bos;
     const std::span<const int32_t> used(tokens.data(), size_t(plan.n_chunk) * plan.n_ctx);
     writer = std::make_unique<eval::LogProbWriter>(a.kld_base, h, used);
-    fmt::print(stderr, "perplexity: writing the KL-divergence base to {} (top {} per position, {:.1f} MiB)\n",
-               a.kld_base, top_k, double(eval::logprob_file_bytes(plan, top_k)) / (1 << 20));
+    fmt::print(stderr, "perplexity: writing the KL-divergence base to {} (top {} + {} tail samples per position, {:.1f} MiB)\n",
+               a.kld_base, h.top_k, h.tail_samples,
+               double(eval::logprob_file_bytes(plan, h.top_k, h.tail_samples)) / (1 << 20));
   }
   const eval::NllStats stats = eval::perplexity(
       *ctx, tokens, plan, opt,
@@ -111,7 +117,7 @@ int run_perplexity(const PerplexityArgs& a) {
         fmt::print("[{}]{:.4f},", chunk, running.ppl());
         std::fflush(stdout);
       },
-      writer.get(), top_k);
+      writer.get(), records.get());
   if (writer) writer->close();
   fmt::print("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", stats.ppl(), stats.ppl_error());
   return 0;
@@ -132,7 +138,10 @@ void add_perplexity(CLI::App& app) {
                   "with -f: write the model's log-probs here; with --kl-divergence: read them");
   cmd->add_flag("--kl-divergence", args->kld, "compare the model against --kl-divergence-base");
   cmd->add_option("--kl-divergence-top", args->kld_top,
-                  "log-probs stored per position in the base (0: the whole vocabulary, exact KLD)")
+                  "most likely tokens stored exactly per position in the base (0: the whole vocabulary, exact KLD)")
+      ->capture_default_str();
+  cmd->add_option("--kl-divergence-samples", args->kld_samples,
+                  "tokens sampled from the rest of the distribution per position (unbiased tail estimate)")
       ->capture_default_str();
   cmd->callback([args] { set_exit_code(guarded("perplexity", [&] { return run_perplexity(*args); })); });
 }

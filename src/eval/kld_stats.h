@@ -19,7 +19,8 @@ class KldAccumulator {
   explicit KldAccumulator(int n_vocab);
 
   // Scores one position: `logits` is the new model's row, `base` the stored record for the
-  // same position, `target` the next token. Returns this position's KLD.
+  // same position, `target` the next token. Returns this position's KLD (exact for the top
+  // K and the tail mass, estimated inside the tail: see logprob_store.h).
   double add(std::span<const float> logits, const LogProbRecord& base, int32_t target);
 
   const NllStats& nll() const { return nll_; }
@@ -53,6 +54,7 @@ class KldAccumulator {
   double sum_dp_ = 0, sum_dp2_ = 0, sum_dp4_ = 0;
   int64_t n_same_top_ = 0;
   std::vector<float> kld_, p_diff_;
+  int n_vocab_;  // row length add() expects
   std::vector<uint8_t> in_top_;  // scratch mask over the vocabulary
 };
 

@@ -47,7 +47,8 @@ void check_options(const Context& ctx, const ChunkPlan& plan, const EvalOptions&
 }  // namespace
 
 NllStats perplexity(Context& ctx, std::span<const int32_t> tokens, const ChunkPlan& plan, const EvalOptions& opt,
-                    const PerplexityChunkFn& on_chunk, LogProbWriter* base_out, uint32_t top_k) {
+                    const PerplexityChunkFn& on_chunk, LogProbWriter* base_out, RecordBuilder* base) {
+  if ((base_out == nullptr) != (base == nullptr)) fail(ErrorKind::Internal, "perplexity: writer without record builder");
   check_options(ctx, plan, opt);
   const size_t n_vocab = size_t(ctx.n_vocab());
   for (int32_t t : tokens.first(size_t(plan.n_chunk) * plan.n_ctx)) {
@@ -55,7 +56,6 @@ NllStats perplexity(Context& ctx, std::span<const int32_t> tokens, const ChunkPl
   }
   NllStats stats;
   std::vector<float> rows;
-  RecordBuilder records(int(n_vocab), top_k);
   ProgressEta progress("perplexity", plan.n_chunk);
   for (int c = 0; c < plan.n_chunk; ++c) {
     eval_chunk(ctx, tokens, plan, c, opt, rows);
@@ -64,7 +64,7 @@ NllStats perplexity(Context& ctx, std::span<const int32_t> tokens, const ChunkPl
       const std::span<const float> row(rows.data() + size_t(i) * n_vocab, n_vocab);
       const int32_t target = tokens[first_target + size_t(i)];
       if (base_out) {
-        const LogProbRecord rec = records.build(row, target);
+        const LogProbRecord rec = base->build(row, target, uint64_t(c) * uint64_t(plan.scored_per_chunk()) + uint64_t(i));
         stats.add(-double(rec.log_p_target));
         base_out->append(rec);
       } else {

@@ -36,8 +36,10 @@ using PerplexityChunkFn = std::function<void(int chunk, const NllStats& running)
 
 // Perplexity of `tokens`. With `base_out` the base model's records for KL divergence are
 // written too (one per scored position, in order).
+// `base` (may be null) builds the records, sized as the writer's header says.
 NllStats perplexity(Context& ctx, std::span<const int32_t> tokens, const ChunkPlan& plan, const EvalOptions& opt,
-                    const PerplexityChunkFn& on_chunk, LogProbWriter* base_out = nullptr, uint32_t top_k = 0);
+                    const PerplexityChunkFn& on_chunk, LogProbWriter* base_out = nullptr,
+                    RecordBuilder* base = nullptr);
 
 // KL divergence of the context's model against the stored base, over the stored tokens.
 using KldChunkFn = std::function<void(int chunk, const KldAccumulator& running)>;
