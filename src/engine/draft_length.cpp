@@ -18,7 +18,8 @@ double ewma(double old, double sample, bool have) {
 }
 }  // namespace
 
-DraftLength::DraftLength(const DraftLengthOptions& o) : opt_(o), t_(static_cast<size_t>(std::max(o.max, 1)) + 2, 0.0) {
+DraftLength::DraftLength(const DraftLengthOptions& o)
+    : opt_(o), t_(static_cast<size_t>(std::max(o.max, 1)) + 2, 0.0), probe_interval_(first_probe()) {
   if (o.max < 1) fail(ErrorKind::InvalidArgument, "--draft-max {} must be at least 1", o.max);
   if (o.min < 1 || o.min > o.max)
     fail(ErrorKind::InvalidArgument, "--draft-min {} must be between 1 and --draft-max {}", o.min, o.max);
@@ -56,16 +57,22 @@ int DraftLength::next() {
   const bool pays = rate(best) > kMargin * rate(0);
   if (pays) {
     off_ = false;
-    probe_interval_ = 16;
+    ++on_streak_;
     return ++rounds_on_ % 32 == 0 ? 0 : best;  // a plain step now and then keeps a current
   }
   if (!off_) {
     off_ = true;
     plain_since_probe_ = 0;
+    // Back to short probe intervals only after drafting paid for a while (not after a probe
+    // that switched it on for a round or two).
+    if (on_streak_ >= 8) probe_interval_ = first_probe();
+    on_streak_ = 0;
   }
+  // A probe of a draft model first decodes every token it missed (a small prefill), so its
+  // probes start later and thin out faster than n-gram ones.
   if (++plain_since_probe_ >= probe_interval_) {
     plain_since_probe_ = 0;
-    probe_interval_ = std::min(opt_.costly_source ? 1024 : 256, probe_interval_ * 2);
+    probe_interval_ = opt_.costly_source ? std::min(1024, probe_interval_ * 4) : std::min(256, probe_interval_ * 2);
     return opt_.min;
   }
   return 0;

@@ -10,7 +10,7 @@
 // sizes are interpolated as a + b (n - 1). The controller picks the k in [min, max] with the
 // best rate, or 0 (drafting off) when even that does not beat plain decoding by 5%. While on, every
 // 32nd round is a plain step that keeps a current (machine load changes); while off it probes
-// with a short draft after 16, 32, ... plain steps (up to 256, or 1024 for a draft model whose
+// with a short draft after 16, 32, ... 256 plain steps (64, 256, 1024 for a draft model, whose
 // probe must first catch up on the tokens it missed). The first pass is a warm-up and not
 // measured. Estimates are exponentially weighted and start from mild priors.
 #pragma once
@@ -50,7 +50,8 @@ class DraftLength {
   int rounds_on_ = 0;
   double acc_ = 1.0, tried_ = 2.0;  // decayed counts: prior alpha = 0.5
   bool off_ = false;
-  int plain_since_probe_ = 0, probe_interval_ = 16;
+  int first_probe() const { return opt_.costly_source ? 64 : 16; }
+  int plain_since_probe_ = 0, probe_interval_, on_streak_ = 0;
 };
 
 }  // namespace ember
