@@ -97,15 +97,14 @@ TEST_CASE("log-softmax row matches a direct computation") {
 TEST_CASE("KLD of a distribution against itself is 0 with the same top token") {
   std::mt19937 rng(1);
   const int n_vocab = 300;
-  RecordBuilder builder(n_vocab, 16);
+  RecordBuilder builder(n_vocab, 16, 16);
   KldAccumulator acc(n_vocab);
   for (int i = 0; i < 200; ++i) {
     const auto l = random_logits(rng, n_vocab, 3.0f);
     const int32_t target = int32_t(rng() % n_vocab);
-    const LogProbRecord rec = builder.build(l, target);
-    // The record is a view into the builder: copy before the next build.
-    std::vector<TopEntry> top(rec.top.begin(), rec.top.end());
-    acc.add(l, {rec.log_p_target, rec.log_p_tail, top}, target);
+    const LogProbRecord rec = builder.build(l, target, uint64_t(i));
+    CHECK(rec.tail.size() == 16);
+    acc.add(l, rec, target);
   }
   CHECK(acc.kld().value < 1e-6);
   CHECK(acc.same_top().value == 1.0);
@@ -114,31 +113,40 @@ TEST_CASE("KLD of a distribution against itself is 0 with the same top token") {
   CHECK(acc.report().find("Same top p: 100.000") != std::string::npos);
 }
 
-TEST_CASE("stored top-K KLD: exact with the whole vocabulary, a close lower bound with K=64") {
+TEST_CASE("stored KLD: exact with the whole vocabulary, unbiased with top 32 + 32 tail samples") {
   std::mt19937 rng(3);
   const int n_vocab = 2000;
-  RecordBuilder full(n_vocab, 0), top64(n_vocab, 64);
+  RecordBuilder full(n_vocab, 0, 32), sampled(n_vocab, 32, 32);
   CHECK(full.top_k() == uint32_t(n_vocab));
-  double sum_exact = 0, sum_full = 0, sum_k = 0;
-  for (int i = 0; i < 50; ++i) {
-    // A peaked base distribution and a perturbed copy (a "quantized" model).
-    auto p = random_logits(rng, n_vocab, 4.0f);
-    auto q = p;
-    std::normal_distribution<float> noise(0.0f, 0.3f);
-    for (float& x : q) x += noise(rng);
-    const double exact = exact_kld(p, q);
-    KldAccumulator a_full(n_vocab), a_k(n_vocab);
-    const double k_full = a_full.add(q, full.build(p, 0), 0);
-    const double k_64 = a_k.add(q, top64.build(p, 0), 0);
-    CHECK(k_full == doctest::Approx(exact).epsilon(1e-5));
-    CHECK(k_64 <= exact * (1 + 1e-6) + 1e-9);  // log-sum inequality: coarsening never adds divergence
-    sum_exact += exact;
-    sum_full += k_full;
-    sum_k += k_64;
+  CHECK(full.tail_samples() == 0);
+  // Peaked (spread 4) and flat (spread 1, where the top 32 hold little of the mass and the
+  // tail carries most of the divergence) base distributions, each against a perturbed copy.
+  for (const float spread : {4.0f, 1.0f}) {
+    double sum_exact = 0, sum_full = 0, sum_sampled = 0, sum_top_only = 0;
+    const int n = 300;
+    for (int i = 0; i < n; ++i) {
+      const auto p = random_logits(rng, n_vocab, spread);
+      auto q = p;
+      std::normal_distribution<float> noise(0.0f, 0.3f);
+      for (float& x : q) x += noise(rng);
+      const double exact = exact_kld(p, q);
+      KldAccumulator a_full(n_vocab), a_sampled(n_vocab);
+      const double k_full = a_full.add(q, full.build(p, 0, uint64_t(i)), 0);
+      const LogProbRecord rec = sampled.build(p, 0, uint64_t(i));
+      const double k_sampled = a_sampled.add(q, rec, 0);
+      CHECK(k_full == doctest::Approx(exact).epsilon(1e-5));
+      sum_exact += exact;
+      sum_full += k_full;
+      sum_sampled += k_sampled;
+      LogProbRecord head_only = rec;
+      head_only.tail = {};
+      sum_top_only += KldAccumulator(n_vocab).add(q, head_only, 0);
+    }
+    CHECK(sum_full == doctest::Approx(sum_exact).epsilon(1e-5));
+    CHECK(sum_sampled == doctest::Approx(sum_exact).epsilon(0.02));
+    MESSAGE("spread " << spread << ": mean KLD exact " << sum_exact / n << ", top 32 + 32 samples " << sum_sampled / n
+                      << ", top 32 alone " << sum_top_only / n);
   }
-  CHECK(sum_full == doctest::Approx(sum_exact).epsilon(1e-5));
-  CHECK(sum_k > 0.9 * sum_exact);  // the head of the distribution carries most of it
-  MESSAGE("mean KLD exact " << sum_exact / 50 << ", stored top-64 " << sum_k / 50);
 }
 
 TEST_CASE("base file round-trips and rejects a truncated file") {
@@ -154,18 +162,19 @@ TEST_CASE("base file round-trips and rejects a truncated file") {
   h.top_k = 4;
   h.add_bos = 1;
   h.bos = 1;
+  h.tail_samples = 3;
   std::mt19937 rng(5);
-  RecordBuilder builder(10, 4);
+  RecordBuilder builder(10, 4, 3);
   std::vector<std::vector<float>> rows;
   {
     LogProbWriter w(path.string(), h, tokens);
     for (int i = 0; i < 6; ++i) {
       rows.push_back(random_logits(rng, 10, 2.0f));
-      w.append(builder.build(rows.back(), 3));
+      w.append(builder.build(rows.back(), 3, uint64_t(i)));
     }
     w.close();
   }
-  CHECK(fs::file_size(path) == logprob_file_bytes(plan, 4));
+  CHECK(fs::file_size(path) == logprob_file_bytes(plan, 4, 3));
   const LogProbReader r(path.string());
   CHECK(r.n_records() == 6);
   CHECK(r.header().add_bos == 1);
@@ -176,6 +185,11 @@ TEST_CASE("base file round-trips and rejects a truncated file") {
     CHECK(rec.log_p_target == doctest::Approx(log_prob(rows[size_t(i)], row, 3)));
     CHECK(rec.top[0].id == uint32_t(row.argmax));
     for (size_t k = 1; k < rec.top.size(); ++k) CHECK(rec.top[k].log_p <= rec.top[k - 1].log_p);
+    REQUIRE(rec.tail.size() == 3);
+    for (const TopEntry& t : rec.tail) {
+      CHECK(t.log_p <= rec.top.back().log_p);  // drawn from outside the top 4
+      CHECK(t.log_p == doctest::Approx(log_prob(rows[size_t(i)], row, int32_t(t.id))));
+    }
   }
   fs::resize_file(path, fs::file_size(path) - 3);
   CHECK_THROWS_AS(LogProbReader(path.string()), Error);
