@@ -2,6 +2,7 @@
 // prepares the activations (8-bit quantization for the integer kernels) and splits the
 // output over the thread pool.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -81,16 +82,25 @@ void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y) {
   // Split the weight rows (in groups of 12, a multiple of every micro-tile height) when there
   // are enough of them: each thread then reads its own slice of W once per token block.
   // Otherwise (few rows, many tokens) split the tokens.
+  // Rows are handed out as chunks from a shared counter rather than as one fixed share per
+  // thread: when a thread is descheduled or slower (a busy machine, a core sharing its cache)
+  // the others take its chunks instead of waiting for it at the end of the op.
   const int64_t rows = w.rows, tokens = x.rows;
   const int nth = pool.size();
   constexpr int64_t kGroup = 12;
+  constexpr int64_t kChunksPerThread = 8;
   const bool split_rows = rows >= kGroup * nth || tokens < nth;
+  const int64_t groups = (rows + kGroup - 1) / kGroup;
+  const int64_t n_chunks = std::min(groups, kChunksPerThread * nth);
+  std::atomic<int64_t> next_chunk{0};
   pool.run([&](int ith, int n) {
     if (split_rows) {
-      const int64_t groups = (rows + kGroup - 1) / kGroup;
-      const int64_t r0 = std::min(rows, groups * ith / n * kGroup);
-      const int64_t r1 = std::min(rows, groups * (ith + 1) / n * kGroup);
-      if (r0 < r1) kernel->tile(args, r0, r1, 0, tokens);
+      for (int64_t ch = next_chunk.fetch_add(1, std::memory_order_relaxed); ch < n_chunks;
+           ch = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+        const int64_t r0 = std::min(rows, groups * ch / n_chunks * kGroup);
+        const int64_t r1 = std::min(rows, groups * (ch + 1) / n_chunks * kGroup);
+        if (r0 < r1) kernel->tile(args, r0, r1, 0, tokens);
+      }
     } else {
       const int64_t c0 = tokens * ith / n, c1 = tokens * (ith + 1) / n;
       if (c0 < c1) kernel->tile(args, 0, rows, c0, c1);

@@ -7,7 +7,7 @@
 // - 32-element formats: codes x q8s activations with maddubs (which needs one unsigned
 //   operand: Q8_0 uses |w| and a with w's sign; the 4/5-bit codes are unsigned already and
 //   their bias is subtracted in int16), one f32 scale per block pair; the _1 formats add
-//   m * (da * sum a) per block.
+//   m * (da * sum a) per block. Q4_0 has its own 8-row tiles (Q4_0Tiles, see there).
 // - k-quants: unsigned codes u (the signed formats are shifted by their bias, which goes
 //   into the min term) x Q8_K with maddubs, weighted by the sub-block scales in int16 and
 //   summed in int32 over a whole super-block; one f32 scale per super-block pair, minus
@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/matmul_kernels.h"
 
@@ -58,19 +59,9 @@ inline __m256i fifth_bits(const uint8_t qh[4]) {
 
 // ---------------------------------------------------------------- 32-element formats
 // load() returns the block's 32 codes; kSigned formats are x = d * q, the others x = d*u + m.
-// kBias: Q4_0/Q5_0 stay unsigned, x = d * (u - kBias): u.a - kBias * sum(a) is formed in
+// kBias: Q5_0 stays unsigned, x = d * (u - kBias): u.a - kBias * sum(a) is formed in
 // int16 with one maddubs per activation block shared by all rows (cheaper than the sign
 // trick). kHasMin: the _1 formats' offset m multiplies the activation block sum.
-struct DecQ4_0 {
-  using Block = block_q4_0;
-  static constexpr bool kSigned = false;
-  static constexpr int kBias = 8;
-  static constexpr bool kHasMin = false;
-  static __m256i load(const Block& b, float* d, float*) {
-    *d = half(b.d);
-    return nibbles_32(b.qs);
-  }
-};
 struct DecQ4_1 {
   using Block = block_q4_1;
   static constexpr bool kSigned = false;
@@ -155,6 +146,102 @@ struct Family32 {
     }
     for (int j = 0; j < RN; ++j)
       for (int i = 0; i < RM; ++i) p.y[(c + j) * p.y_stride + r + i] = hsum(acc[i][j]) + macc[i][j];
+  }
+};
+
+// Q4_0 has its own tiles of R = 8 (or 4) rows x RN tokens: the format is compute-bound on
+// unpacking and per-block float work, and folding rows together cuts both. Per block and
+// token, each row's 16 maddubs pair sums (codes u in [0, 15] x a in [-127, 127]) are folded
+// across rows by a phaddw tree: R = 8 gives one int16 lane per row and half block, at most
+// 16 * 15 * 127 = 30480 (no overflow); R = 4 stops one level earlier and pairs with madd.
+// One cvt and two FMAs then finish all R rows: y_i += d_i * (da * S_i - 8 * s), where
+// s = da * sum(a) comes with the activation block, so the -8 bias costs nothing per row.
+// Every output is the same sequence of f32 operations on exact integer block sums whatever
+// the tile shape, so one-token decode gives bitwise the batch's result (speculative
+// verification relies on that).
+// One f32 lane per row: a 256-bit accumulator for 8-row tiles, 128-bit for 4-row ones.
+template <int R> struct F32Lanes { using type = __m256; };
+template <> struct F32Lanes<4> { using type = __m128; };
+
+struct Q4_0Tiles {
+  // The block's codes: low nibbles (elements 0..15) in the low half, high nibbles in the
+  // high half, from one broadcast load and one per-half variable shift.
+  static __m256i codes(const block_q4_0& b) {
+    const __m256i t = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs)));
+    return _mm256_and_si256(_mm256_srlv_epi64(t, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
+  }
+  // The R rows' fp16 scales of block b, in lanes 0..R-1.
+  template <size_t... I>
+  static __m128i scales(const block_q4_0* const* w, int64_t b, std::index_sequence<I...>) {
+    __m128i h = _mm_setzero_si128();
+    ((h = _mm_insert_epi16(h, w[I][b].d, static_cast<int>(I))), ...);
+    return h;
+  }
+  // Outputs of rows r .. r+n_rows-1 (n_rows <= R; the missing rows repeat the last one and
+  // are not stored) for tokens c .. c+RN-1.
+  template <int R, int RN>
+  static void micro(const MatmulArgs& p, int64_t r, int n_rows, int64_t c) {
+    static_assert(R == 4 || R == 8, "the phaddw tree folds 4 or 8 rows");
+    const block_q4_0* w[R];
+    const block_q8s* a[RN];
+    for (int i = 0; i < R; ++i)
+      w[i] = reinterpret_cast<const block_q4_0*>(p.w + (r + (i < n_rows ? i : n_rows - 1)) * p.w_stride);
+    for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8s*>(p.a + (c + j) * p.a_stride);
+    using F = typename F32Lanes<R>::type;
+    F acc[RN];
+    for (int j = 0; j < RN; ++j) acc[j] = F{};
+    for (int64_t b = 0; b < p.k / 32; ++b) {
+      __m256i u[R];
+      for (int i = 0; i < R; ++i) u[i] = codes(w[i][b]);
+      const __m128i d16 = scales(w, b, std::make_index_sequence<R>{});
+      for (int j = 0; j < RN; ++j) {
+        const block_q8s& ab = a[j][b];
+        const __m256i av = loadu(ab.qs);
+        __m256i s[R];
+        for (int i = 0; i < R; ++i) s[i] = _mm256_maddubs_epi16(u[i], av);
+        for (int n = R; n > 1; n /= 2)
+          for (int i = 0; i < n / 2; ++i) s[i] = _mm256_hadd_epi16(s[2 * i], s[2 * i + 1]);
+        if constexpr (R == 8) {
+          // s[0] halves: [row0 .. row7] over elements 0..15 / 16..31
+          const __m256i sum = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(s[0])),
+                                               _mm256_cvtepi16_epi32(_mm256_extracti128_si256(s[0], 1)));
+          const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(ab.d), _mm256_cvtepi32_ps(sum), _mm256_set1_ps(8.0f * ab.s));
+          acc[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(d16), t, acc[j]);
+        } else {
+          // s[0] halves: [r0 r0 r1 r1 r2 r2 r3 r3]; madd pairs them into one int32 per row
+          const __m256i m = _mm256_madd_epi16(s[0], _mm256_set1_epi16(1));
+          const __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256(m, 1));
+          const __m128 t = _mm_fmsub_ps(_mm_set1_ps(ab.d), _mm_cvtepi32_ps(sum), _mm_set1_ps(8.0f * ab.s));
+          acc[j] = _mm_fmadd_ps(_mm_cvtph_ps(d16), t, acc[j]);
+        }
+      }
+    }
+    for (int j = 0; j < RN; ++j) {
+      alignas(32) float out[R];
+      if constexpr (R == 8)
+        _mm256_store_ps(out, acc[j]);
+      else
+        _mm_store_ps(out, acc[j]);
+      for (int i = 0; i < n_rows; ++i) p.y[(c + j) * p.y_stride + r + i] = out[i];
+    }
+  }
+  // Rows r .. r+rm-1 for tokens c .. c+RN-1, in 8-row tiles and one padded 4-row tile.
+  template <int RN>
+  static void rows(const MatmulArgs& p, int64_t r, int64_t rm, int64_t c) {
+    for (; rm >= 8; r += 8, rm -= 8) micro<8, RN>(p, r, 8, c);
+    for (; rm > 0; r += 4, rm -= 4) micro<4, RN>(p, r, static_cast<int>(rm < 4 ? rm : 4), c);
+  }
+  static void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    constexpr int RN = 4;
+    for_each_tile<8, RN>(
+        r0, r1, c0, c1, [&](int64_t r, int64_t c) { micro<8, RN>(p, r, 8, c); },
+        [&](int64_t r, int rm, int64_t c, int rn) {
+          if (rn == RN) {
+            rows<RN>(p, r, rm, c);
+          } else {
+            for (int j = 0; j < rn; ++j) rows<1>(p, r, rm, c + j);
+          }
+        });
   }
 };
 
@@ -444,7 +531,7 @@ void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
 const MatmulKernel kF32{ActFormat::F32, tile<FamilyFloat<DType::F32>, EMBER_TILE_F>};
 const MatmulKernel kF16{ActFormat::F32, tile<FamilyFloat<DType::F16>, EMBER_TILE_F>};
 const MatmulKernel kBF16{ActFormat::F32, tile<FamilyFloat<DType::BF16>, EMBER_TILE_F>};
-const MatmulKernel kQ4_0{ActFormat::Q8S, tile<Family32<DecQ4_0>, EMBER_TILE_32>};
+const MatmulKernel kQ4_0{ActFormat::Q8S, Q4_0Tiles::tile};
 const MatmulKernel kQ4_1{ActFormat::Q8S, tile<Family32<DecQ4_1>, EMBER_TILE_32>};
 const MatmulKernel kQ5_0{ActFormat::Q8S, tile<Family32<DecQ5_0>, EMBER_TILE_32>};
 const MatmulKernel kQ5_1{ActFormat::Q8S, tile<Family32<DecQ5_1>, EMBER_TILE_32>};
