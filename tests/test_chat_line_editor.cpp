@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/generation_stats.h"
+#include "util/json.h"
 #include "util/line_buffer.h"
 #include "util/line_keys.h"
 #include "util/progress.h"
@@ -131,9 +132,9 @@ TEST_CASE("progress bar text") {
 }
 
 TEST_CASE("JSON strings escape control characters and never carry invalid UTF-8") {
-  CHECK(json_string("a\"b\\c\nd\te\x01") == "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
-  CHECK(json_string("caf\xc3\xa9 \xe4\xb8\xad") == "\"caf\xc3\xa9 \xe4\xb8\xad\"");
-  CHECK(json_string("bad \xff end") == "\"bad \xef\xbf\xbd end\"");
-  CHECK(json_string("cut \xe4\xb8") == "\"cut \xef\xbf\xbd\xef\xbf\xbd\"");
-  CHECK(json_string("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");  // overlong encoding of '/'
+  CHECK(json::quote("a\"b\\c\nd\te\x01") == "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
+  CHECK(json::quote("caf\xc3\xa9 \xe4\xb8\xad") == "\"caf\xc3\xa9 \xe4\xb8\xad\"");
+  CHECK(json::quote("bad \xff end") == "\"bad \xef\xbf\xbd end\"");
+  CHECK(json::quote("cut \xe4\xb8") == "\"cut \xef\xbf\xbd\xef\xbf\xbd\"");
+  CHECK(json::quote("\xc0\xaf") == "\"\xef\xbf\xbd\xef\xbf\xbd\"");  // overlong encoding of '/'
 }

@@ -143,7 +143,7 @@ TEST_CASE("round trip on random text (fixed seed) for every vocabulary") {
       if (raw_bytes && rng() % 10 == 0) {
         s += static_cast<char>(rng() % 256);
       } else {
-        ember::unicode::append_utf8(s, kPool[rng() % std::size(kPool)]);
+        ember::append_utf8(s, kPool[rng() % std::size(kPool)]);
       }
     }
     return s;

@@ -17,6 +17,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_describe.h"
 #include "gguf/gguf_printable.h"
+#include "util/json.h"
 
 namespace ember::cli {
 
@@ -91,11 +92,11 @@ void print_json(const gguf::File& f, const InspectFlags& flags) {
   std::string out = "{\n";
   out += fmt::format("  \"file\": {},\n  \"version\": {},\n  \"alignment\": {},\n  \"data_offset\": {},\n"
                      "  \"file_size\": {},\n",
-                     gguf::json_string(f.source()), f.version(), f.alignment(), f.data_offset(), f.file_size());
+                     json::quote(f.source()), f.version(), f.alignment(), f.data_offset(), f.file_size());
   out += "  \"metadata\": [";
   for (size_t i = 0; i < f.metadata().size(); ++i) {
     const auto& kv = f.metadata()[i];
-    out += fmt::format("{}\n    {{\"key\": {}, \"type\": \"{}\", \"value\": {}}}", i ? "," : "", gguf::json_string(kv.key),
+    out += fmt::format("{}\n    {{\"key\": {}, \"type\": \"{}\", \"value\": {}}}", i ? "," : "", json::quote(kv.key),
                        value_type_name(kv.type), gguf::describe_value_json(kv, limits));
   }
   out += f.metadata().empty() ? "],\n" : "\n  ],\n";
@@ -104,7 +105,7 @@ void print_json(const gguf::File& f, const InspectFlags& flags) {
     const auto& t = f.tensors()[i];
     out += fmt::format(
         "{}\n    {{\"name\": {}, \"type\": \"{}\", \"shape\": [{}], \"offset\": {}, \"file_offset\": {}, \"bytes\": {}}}",
-        i ? "," : "", gguf::json_string(t.name), dtype_name(t.type), shape_text(t, ", "), t.offset,
+        i ? "," : "", json::quote(t.name), dtype_name(t.type), shape_text(t, ", "), t.offset,
         f.data_offset() + t.offset, t.nbytes);
   }
   out += f.tensors().empty() ? "],\n" : "\n  ],\n";

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "util/json.h"
 #include "util/text_width.h"
 
 namespace ember {
@@ -38,47 +39,13 @@ std::string format_stats(const GenerationStats& s, const RunFacts& f) {
   return out;
 }
 
-std::string json_string(std::string_view bytes) {
-  std::string out = "\"";
-  for (size_t i = 0; i < bytes.size();) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-          if (c < 0x20 || c == 0x7F) out += fmt::format("\\u{:04x}", c);
-          else out += static_cast<char>(c);
-      }
-      ++i;
-      continue;
-    }
-    const size_t n = utf8_sequence_length(c);
-    const char32_t cp = decode_at(bytes, i);
-    const bool valid = n > 1 && i + n <= bytes.size() && cp != 0xFFFD &&
-                       !(cp >= 0xD800 && cp <= 0xDFFF) && cp <= 0x10FFFF &&
-                       cp >= (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u);
-    if (valid) {
-      out.append(bytes.substr(i, n));
-      i += n;
-    } else {
-      out += "\xEF\xBF\xBD";
-      ++i;
-    }
-  }
-  return out + "\"";
-}
-
 std::string format_stats_json(const GenerationStats& s, const RunFacts& f, const std::string& text) {
   return fmt::format(
       "{{\"model\":{},\"text\":{},\"stop\":\"{}\",\"seed\":{},\"greedy\":{},\"threads\":{},\"load_ms\":{:.3f},"
       "\"prompt_tokens\":{},\"prompt_reused_tokens\":{},\"prompt_ms\":{:.3f},\"prompt_tps\":{:.3f},"
       "\"ttft_ms\":{:.3f},\"generated_tokens\":{},\"generation_ms\":{:.3f},\"generation_tps\":{:.3f},"
       "\"ms_per_token\":{:.3f},\"context_used\":{},\"n_ctx\":{},\"shifted_tokens\":{}}}",
-      json_string(f.model_path), json_string(text), stop_reason_name(s.stop), f.seed, f.greedy ? "true" : "false",
+      json::quote(f.model_path), json::quote(text), stop_reason_name(s.stop), f.seed, f.greedy ? "true" : "false",
       f.n_threads, f.load_ms, s.prompt_tokens, s.reused_tokens, s.prompt_ms, s.prompt_tps(), s.ttft_ms,
       s.generated_tokens, s.generation_ms, s.generation_tps(), s.ms_per_token(), s.context_used, s.n_ctx,
       s.shifted_tokens);

@@ -54,8 +54,5 @@ std::string format_stats(const GenerationStats& s, const RunFacts& facts);
 // One JSON object (single line) with the same numbers, plus the generated text.
 std::string format_stats_json(const GenerationStats& s, const RunFacts& facts, const std::string& text);
 
-// A JSON string literal (quotes included) for arbitrary bytes: control characters
-// escaped, invalid UTF-8 replaced by U+FFFD so the record always parses.
-std::string json_string(std::string_view bytes);
 
 }  // namespace ember

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "util/json.h"
+
 namespace ember::eval {
 
 double BenchRow::ttft_ms() const { return result.test.n_prompt > 0 ? result.avg_ns() / 1e6 : 0; }
@@ -51,16 +53,6 @@ std::string human_size(uint64_t bytes) {
 
 std::string human_params(uint64_t n) {
   return n < 1'000'000'000 ? fmt::format("{:.2f} M", double(n) / 1e6) : fmt::format("{:.2f} B", double(n) / 1e9);
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += {'\\', char(c)};
-    else if (c < 0x20) out += fmt::format("\\u{:04x}", c);
-    else out += char(c);
-  }
-  return out + "\"";
 }
 
 std::string json_numbers(const std::vector<double>& v, bool integers) {
@@ -119,13 +111,13 @@ std::string format_json(const BenchModelInfo& m, const std::vector<BenchRow>& ro
     const BenchRow& r = rows[i];
     const BenchTest& t = r.result.test;
     out += "  {\n";
-    fmt::format_to(it, "    \"model_filename\": {},\n    \"model_type\": {},\n", json_string(m.filename), json_string(m.type));
+    fmt::format_to(it, "    \"model_filename\": {},\n    \"model_type\": {},\n", json::quote(m.filename), json::quote(m.type));
     fmt::format_to(it, "    \"model_size\": {},\n    \"model_n_params\": {},\n", m.size, m.n_params);
     fmt::format_to(it, "    \"backends\": \"CPU\",\n    \"n_batch\": {},\n    \"n_ubatch\": {},\n    \"n_threads\": {},\n",
                    r.n_batch, r.n_ubatch, r.n_threads);
-    fmt::format_to(it, "    \"type_k\": {},\n    \"type_v\": {},\n", json_string(r.type_k), json_string(r.type_v));
+    fmt::format_to(it, "    \"type_k\": {},\n    \"type_v\": {},\n", json::quote(r.type_k), json::quote(r.type_v));
     fmt::format_to(it, "    \"n_prompt\": {},\n    \"n_gen\": {},\n    \"n_depth\": {},\n", t.n_prompt, t.n_gen, t.n_depth);
-    fmt::format_to(it, "    \"test\": {},\n", json_string(t.name()));
+    fmt::format_to(it, "    \"test\": {},\n", json::quote(t.name()));
     fmt::format_to(it, "    \"avg_ns\": {},\n    \"stddev_ns\": {},\n", uint64_t(r.result.avg_ns()), uint64_t(r.result.stddev_ns()));
     fmt::format_to(it, "    \"avg_ts\": {:.6f},\n    \"stddev_ts\": {:.6f},\n", r.result.avg_ts(), r.result.stddev_ts());
     fmt::format_to(it, "    \"samples_ns\": {},\n    \"samples_ts\": {},\n", json_numbers(r.result.samples_ns, true),

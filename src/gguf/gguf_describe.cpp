@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gguf/gguf_printable.h"
+#include "util/json.h"
 
 namespace ember::gguf {
 
@@ -28,7 +29,7 @@ std::string quoted(std::string_view s, size_t max_bytes) {
 std::string element(const ArrayView& a, uint64_t i, bool json, size_t string_chars) {
   switch (a.element_type()) {
     case ValueType::STRING:
-      return json ? json_string(a.string_at(i)) : quoted(a.string_at(i), string_chars);
+      return json ? json::quote(a.string_at(i)) : quoted(a.string_at(i), string_chars);
     case ValueType::F32:
     case ValueType::F64: {
       const double v = a.float_at(i);
@@ -75,7 +76,7 @@ std::string describe_value(const KeyValue& kv, const DescribeLimits& limits) {
 }
 
 std::string describe_value_json(const KeyValue& kv, const DescribeLimits& limits) {
-  if (kv.type == ValueType::STRING) return json_string(kv.str);
+  if (kv.type == ValueType::STRING) return json::quote(kv.str);
   if (kv.type != ValueType::ARRAY) return scalar_text(kv, true);
   const ArrayView& a = kv.array;
   std::string out =
@@ -86,32 +87,6 @@ std::string describe_value_json(const KeyValue& kv, const DescribeLimits& limits
     out += element(a, i, true, 0);
   }
   return out + "]}";
-}
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  out.reserve(s.size() + 2);
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    const size_t n = utf8_sequence_length(s, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD for a byte that is not valid UTF-8
-      i += 1;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04x}", c);
-        else out.append(s.substr(i, n));
-    }
-    i += n;
-  }
-  return out + "\"";
 }
 
 TensorTotals tensor_totals(const File& file) {

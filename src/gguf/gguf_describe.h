@@ -22,8 +22,6 @@ std::string describe_value(const KeyValue& kv, const DescribeLimits& limits = {}
 // {"element_type": "string", "length": 32000, "first": ["<unk>", ...]}.
 std::string describe_value_json(const KeyValue& kv, const DescribeLimits& limits = {});
 
-// `s` as a JSON string literal (quotes included); invalid UTF-8 bytes become U+FFFD.
-std::string json_string(std::string_view s);
 
 struct TensorTotals {
   uint64_t tensors = 0;

@@ -9,8 +9,5 @@ namespace ember::gguf {
 
 std::string printable(std::string_view s, size_t max_bytes = 96);
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when the byte there does not
-// start one (shared with the JSON escaper of `ember inspect`).
-size_t utf8_sequence_length(std::string_view s, size_t i);
 
 }  // namespace ember::gguf

@@ -2,6 +2,7 @@
 // its own "code point", so arbitrary bytes survive tokenization), general-category classes and
 // White_Space for the pre-tokenizer patterns, and GPT-2's byte <-> character mapping.
 #pragma once
+#include "util/utf8.h"  // append_utf8
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,7 +31,6 @@ struct Decoded {
 // Decodes the character at s[i] (i < s.size()). Overlong forms, surrogates and truncated
 // sequences are rejected byte by byte.
 Decoded decode_utf8(std::string_view s, size_t i);
-void append_utf8(std::string& out, char32_t cp);
 
 // Length of the longest prefix of `s` that does not end inside a UTF-8 sequence that could
 // still be completed by more bytes. Invalid bytes count as complete (they will never improve).

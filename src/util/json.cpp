@@ -1,5 +1,9 @@
 #include "util/json.h"
 
+#include <fmt/format.h>
+
+#include "util/utf8.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -131,24 +135,6 @@ class Parser {
     return v;
   }
 
-  static void utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-
   std::string string() {
     ++p_;  // opening quote
     std::string out;
@@ -183,7 +169,7 @@ class Parser {
           } else if (cp >= 0xDC00 && cp < 0xE000) {
             error("has an unpaired surrogate");
           }
-          utf8(out, cp);
+          append_utf8(out, cp);
           break;
         }
         default: error("has an unknown escape");
@@ -303,5 +289,31 @@ const Value& Value::at(std::string_view key) const {
 }
 
 Value parse(std::string_view text, std::string_view source) { return Parser(text, source).document(); }
+
+std::string quote(std::string_view bytes) {
+  std::string out = "\"";
+  out.reserve(bytes.size() + 2);
+  for (size_t i = 0; i < bytes.size();) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    const size_t n = utf8_valid_length(bytes, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04x}", c);
+        else out.append(bytes.substr(i, n));
+    }
+    i += n;
+  }
+  return out + "\"";
+}
 
 }  // namespace ember::json

@@ -58,4 +58,8 @@ class Value {
 // Parses a whole document (trailing whitespace only). `source` names it in errors.
 Value parse(std::string_view text, std::string_view source);
 
+// `bytes` as a JSON string literal (quotes included): control characters escaped, valid
+// UTF-8 passed through, each byte that is not valid UTF-8 replaced by U+FFFD.
+std::string quote(std::string_view bytes);
+
 }  // namespace ember::json
