@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "engine/cached_tokens.h"
 #include "model/model.h"
 #include "sampling/sampler_chain.h"
 #include "tokenizer/tokenizer.h"
@@ -59,31 +60,10 @@ std::span<const float> SpeculativeDecoder::row(size_t i) const {
   return std::span<const float>(logits_).subspan(i * n_vocab_, n_vocab_);
 }
 
-void SpeculativeDecoder::follow_shift(GenerationStats& stats) {
-  const size_t held = static_cast<size_t>(ctx_.kv_n_tokens(0));
-  if (held >= cached_.size()) return;
-  const size_t dropped = cached_.size() - held;
-  const size_t keep = static_cast<size_t>(std::max(0, ctx_.options().n_keep));
-  cached_.erase(cached_.begin() + static_cast<std::ptrdiff_t>(keep),
-                cached_.begin() + static_cast<std::ptrdiff_t>(keep + dropped));
-  stats.shifted_tokens += static_cast<int>(dropped);
-}
+void SpeculativeDecoder::follow_shift(GenerationStats& stats) { follow_context_shift(ctx_, cached_, stats); }
 
 bool SpeculativeDecoder::prefill(std::span<const int32_t> tokens, GenerationStats& stats) {
-  const size_t chunk = static_cast<size_t>(std::max(1, ctx_.options().n_batch));
-  Batch batch;
-  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-    if (interrupt_requested()) return false;
-    const size_t end = std::min(tokens.size(), begin + chunk);
-    batch.clear();
-    for (size_t i = begin; i < end; ++i) batch.add(tokens[i], -1, 0, i + 1 == tokens.size());
-    const std::span<const float> logits = ctx_.decode(batch);
-    cached_.insert(cached_.end(), tokens.begin() + static_cast<std::ptrdiff_t>(begin),
-                   tokens.begin() + static_cast<std::ptrdiff_t>(end));
-    follow_shift(stats);
-    if (end == tokens.size()) logits_.assign(logits.begin(), logits.end());
-  }
-  return true;
+  return prefill_cached(ctx_, tokens, cached_, logits_, stats);
 }
 
 SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
