@@ -1,6 +1,8 @@
 // `ember chat`: a conversation in the terminal using the model's chat template.
 //
 //   ember chat -m model.gguf [--system "You are terse."] [--chat-template chatml] [sampling flags]
+//   ember chat -m big.gguf --draft small.gguf     replies by speculative decoding (same text
+//   ember chat -m big.gguf --draft-ngram 3        when greedy; the same distribution otherwise)
 //
 // Replies stream as they are generated. Ctrl-C interrupts a reply (the partial reply is kept
 // in the conversation, see engine/conversation.h) and returns to the prompt; at the prompt
@@ -11,12 +13,14 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/conversation.h"
+#include "engine/draft_setup.h"
 #include "sampling/sampler_chain.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
@@ -41,7 +45,7 @@ constexpr const char* kHelp =
     "  /exit, /quit       leave (Ctrl-D too)\n"
     "  /clear             forget the conversation (keeps the system prompt)\n"
     "  /system [TEXT]     show or set the system prompt (applies from the next message)\n"
-    "  /stats             statistics of the last reply and the context\n"
+    "  /stats             statistics of the last reply (speculative decoding's too) and the context\n"
     "  /show              print the conversation so far\n"
     "  /set KEY VALUE     change a setting: temp, top-k, top-p, min-p, repeat-penalty, seed, n\n"
     "keys: Enter sends; a trailing \\ or Alt-Enter starts a new line; pasted text is one message;\n"
@@ -60,7 +64,10 @@ class ChatRepl {
         params_(sampling_params(flags.gen)),
         sampler_(params_, m.context->n_ctx()),
         session_(*m.context, *m.tokenizer, sampler_),
-        conversation_(session_, *m.tokenizer, std::move(chat_template), flags.system),
+        draft_(flags.gen.draft.enabled()
+                   ? std::make_unique<DraftRunner>(flags.gen.draft, m, sampler_, flags.ignore_eos, /*verbose=*/true)
+                   : nullptr),
+        conversation_(generator(), *m.tokenizer, std::move(chat_template), flags.system),
         editor_(STDIN_FILENO, STDOUT_FILENO),
         style_(editor_.interactive() && colours_wanted(STDOUT_FILENO)),
         err_style_(colours_wanted(STDERR_FILENO)) {
@@ -89,6 +96,9 @@ class ChatRepl {
   }
 
  private:
+  // Replies come from the speculative decoder with --draft / --draft-ngram, else plain decoding.
+  Generator& generator() { return draft_ ? static_cast<Generator&>(*draft_) : session_; }
+
   static std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\n");
     if (b == std::string::npos) return {};
@@ -140,8 +150,16 @@ class ChatRepl {
            "or /clear to start over)");
     clear_interrupt();
     if (editor_.interactive())
-      print_out(fmt::format("{}[{} · {} tokens, {:.1f} tok/s]{}\n", style_.dim, context_line(), s.generated_tokens,
-                            s.generation_tps(), style_.reset));
+      print_out(fmt::format("{}[{} · {} tokens, {:.1f} tok/s{}]{}\n", style_.dim, context_line(), s.generated_tokens,
+                            s.generation_tps(), speculative_summary(s), style_.reset));
+  }
+
+  // " · drafted 40, accepted 31 (77%), 2.9 tokens/pass" after a speculative reply.
+  std::string speculative_summary(const GenerationStats& s) const {
+    if (!draft_) return {};
+    const SpeculativeStats& sp = draft_->last_stats();
+    return fmt::format(" · drafted {}, accepted {} ({:.0f}%), {:.2f} tokens/pass", sp.drafted, sp.accepted,
+                       100.0 * sp.acceptance_rate(), sp.tokens_per_pass(s.generated_tokens));
   }
 
   // Returns false to quit.
@@ -186,6 +204,7 @@ class ChatRepl {
       facts.greedy = sampler_.params().greedy();
       facts.n_threads = m_.pool->size();
       print_out(format_stats(last_, facts));
+      if (draft_) print_out(draft_->stats_text(last_));
     }
     print_out(fmt::format("{}, {} messages; {}\n", context_line(), conversation_.messages().size(),
                           describe_context_policy(m_.context->options())));
@@ -214,7 +233,9 @@ class ChatRepl {
         warn("usage: /set temp|top-k|top-p|min-p|repeat-penalty|seed|n VALUE");
         return;
       }
-      sampler_ = SamplerChain(p, m_.context->n_ctx());  // the session holds a reference to it
+      // The session and the speculative decoder hold references to it; a draft model reads
+      // its settings at every proposal.
+      sampler_ = SamplerChain(p, m_.context->n_ctx());
     } catch (const std::exception&) {  // std::sto* parse errors, ember::Error from validation
       warn(fmt::format("/set {}: '{}' is not a valid value", key, value));
       return;
@@ -229,6 +250,7 @@ class ChatRepl {
   SamplingParams params_;
   SamplerChain sampler_;
   Session session_;
+  std::unique_ptr<DraftRunner> draft_;  // --draft / --draft-ngram
   Conversation conversation_;
   LineEditor editor_;
   Style style_, err_style_;
@@ -268,6 +290,7 @@ void add_chat(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "never stop at end-of-generation tokens (tests, benchmarks)");
   add_sampling_flags(cmd, flags->gen);
+  add_draft_flags(cmd, flags->gen);
   cmd->callback([cmd, flags] { set_exit_code(guarded("chat", [&] { return run_chat(cmd, *flags); })); });
 }
 

@@ -7,9 +7,9 @@
 
 namespace ember {
 
-Conversation::Conversation(Session& session, const Tokenizer& tok, ChatTemplate chat_template,
+Conversation::Conversation(Generator& generator, const Tokenizer& tok, ChatTemplate chat_template,
                            std::string system_prompt)
-    : session_(session), tok_(tok), template_(std::move(chat_template)), system_(std::move(system_prompt)) {}
+    : generator_(generator), tok_(tok), template_(std::move(chat_template)), system_(std::move(system_prompt)) {}
 
 std::vector<int32_t> Conversation::render_tokens(bool add_generation_prompt) const {
   std::vector<ChatMessage> all;
@@ -19,7 +19,7 @@ std::vector<int32_t> Conversation::render_tokens(bool add_generation_prompt) con
 }
 
 Conversation::Reply Conversation::reply(const std::string& user_text, const GenerateOptions& options,
-                                        const Session::TextSink& on_text) {
+                                        const Generator::TextSink& on_text) {
   Reply reply;
   const std::vector<ChatMessage> before = messages_;
   messages_.push_back({"user", user_text});
@@ -38,7 +38,7 @@ Conversation::Reply Conversation::reply(const std::string& user_text, const Gene
     reply.dropped_messages += static_cast<int>(n_drop);
     tokens = render_tokens(true);
   }
-  reply.result = session_.generate(tokens, options, on_text);
+  reply.result = generator_.generate(tokens, options, on_text);
   if (reply.result.stats.stop == StopReason::Interrupted && reply.result.tokens.empty()) {
     messages_.pop_back();  // interrupted before answering: forget the question
     return reply;
@@ -49,7 +49,7 @@ Conversation::Reply Conversation::reply(const std::string& user_text, const Gene
 
 void Conversation::clear() {
   messages_.clear();
-  session_.clear();
+  generator_.clear();
 }
 
 void Conversation::set_system_prompt(std::string text) { system_ = std::move(text); }

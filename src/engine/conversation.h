@@ -1,5 +1,7 @@
 // A chat conversation: the messages, their rendering with the model's chat template, and
-// replies generated through a Session (so each turn decodes only what is new).
+// replies generated through a Generator (so each turn decodes only what is new): a Session
+// for plain decoding, a DraftRunner for speculative decoding (whose draft model follows the
+// same rendered history, see engine/draft_model.h).
 //
 // Context policy at turn boundaries: when the rendered conversation plus room for a reply
 // (min(256, n_ctx / 4) tokens) no longer fits, the oldest user/assistant messages are
@@ -23,7 +25,7 @@ class Tokenizer;
 
 class Conversation {
  public:
-  Conversation(Session& session, const Tokenizer& tok, ChatTemplate chat_template, std::string system_prompt);
+  Conversation(Generator& generator, const Tokenizer& tok, ChatTemplate chat_template, std::string system_prompt);
 
   struct Reply {
     GenerationResult result;
@@ -33,7 +35,7 @@ class Conversation {
   // Adds the user's message and generates the reply, streaming its text to on_text.
   // Throws Error(ContextFull) when the message alone (with the system prompt) cannot fit;
   // the conversation is then unchanged.
-  Reply reply(const std::string& user_text, const GenerateOptions& options, const Session::TextSink& on_text);
+  Reply reply(const std::string& user_text, const GenerateOptions& options, const Generator::TextSink& on_text);
 
   void clear();  // forgets the messages (keeps the system prompt) and the KV cache
   void set_system_prompt(std::string text);  // applies from the next turn on
@@ -41,13 +43,13 @@ class Conversation {
   const std::vector<ChatMessage>& messages() const { return messages_; }  // without the system prompt
   const ChatTemplate& chat_template() const { return template_; }
 
-  int context_used() const { return static_cast<int>(session_.cached_tokens().size()); }
-  int n_ctx() const { return session_.n_ctx(); }
+  int context_used() const { return static_cast<int>(generator_.cached_tokens().size()); }
+  int n_ctx() const { return generator_.n_ctx(); }
 
  private:
   std::vector<int32_t> render_tokens(bool add_generation_prompt) const;
 
-  Session& session_;
+  Generator& generator_;
   const Tokenizer& tok_;
   ChatTemplate template_;
   std::string system_;

@@ -9,17 +9,19 @@
 namespace ember {
 
 namespace {
-SamplerChain draft_chain(const SamplerChain& target) {
-  SamplerChain chain = target;
-  uint64_t state = target.seed() ^ 0x6472616674ull;  // "draft": a stream unrelated to the target's
-  chain.rng().reseed(splitmix64_next(state));
-  chain.reset_history();
-  return chain;
+Rng draft_stream(uint64_t target_seed) {
+  uint64_t state = target_seed ^ 0x6472616674ull;  // "draft": a stream unrelated to the target's
+  return Rng(splitmix64_next(state));
 }
 }  // namespace
 
 DraftModel::DraftModel(Context& draft_ctx, const SamplerChain& target_sampler, std::vector<int32_t> banned)
-    : ctx_(draft_ctx), chain_(draft_chain(target_sampler)), banned_(std::move(banned)) {}
+    : ctx_(draft_ctx),
+      target_(target_sampler),
+      chain_(target_sampler),
+      rng_(draft_stream(target_sampler.seed())),
+      seed_(target_sampler.seed()),
+      banned_(std::move(banned)) {}
 
 std::span<const float> DraftModel::follow(std::span<const int32_t> context) {
   // Keep the common prefix (at most n-1 tokens: the last one is decoded again for its logits).
@@ -46,12 +48,24 @@ std::span<const float> DraftModel::follow(std::span<const int32_t> context) {
 void DraftModel::propose(std::span<const int32_t> context, int max_tokens, int32_t id_limit, DraftProposal& out) {
   out.clear();
   if (max_tokens <= 0 || context.empty()) return;
+  // The target's current settings; a new seed (chat's /set seed) restarts the draft's stream.
+  if (target_.seed() != seed_) {
+    seed_ = target_.seed();
+    rng_ = draft_stream(seed_);
+  }
+  chain_ = target_;
+  chain_.rng() = rng_;
   // The penalty window sees the same tokens the target's does.
   chain_.reset_history();
   for (int32_t t : context) chain_.accept(t);
   const size_t held_before = held_.size();
   std::span<const float> logits = follow(context);
   out.caught_up = static_cast<int>(held_.size() - std::min(held_.size(), held_before));
+  draw(logits, max_tokens, id_limit, out);
+  rng_ = chain_.rng();
+}
+
+void DraftModel::draw(std::span<const float> logits, int max_tokens, int32_t id_limit, DraftProposal& out) {
   for (int i = 0;; ++i) {
     logits_.assign(logits.begin(), logits.end());
     for (int32_t id : banned_)

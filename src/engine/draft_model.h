@@ -3,10 +3,13 @@
 // samples tokens one at a time from q = the draft's logits after the SAME sampler transforms
 // the target uses (penalties over the same window, top-k/p, min-p, temperature), with its own
 // random stream (a uniform shared with the target's acceptance test would bias the result).
+// The settings are read from the target's chain at every proposal, so a chat's /set (which
+// replaces the target's chain between turns) applies to the draft as well.
 #pragma once
 #include <vector>
 
 #include "engine/draft_source.h"
+#include "sampling/rng.h"
 #include "sampling/sampler_chain.h"
 
 namespace ember {
@@ -16,7 +19,8 @@ class Context;
 class DraftModel final : public DraftSource {
  public:
   // `target_sampler` provides the settings (and the seed, from which the draft's own stream is
-  // derived). `banned` tokens get probability 0 (--ignore-eos), as they do for the target.
+  // derived); it must outlive this object. `banned` tokens get probability 0 (--ignore-eos),
+  // as they do for the target.
   DraftModel(Context& draft_ctx, const SamplerChain& target_sampler, std::vector<int32_t> banned = {});
 
   void propose(std::span<const int32_t> context, int max_tokens, int32_t id_limit, DraftProposal& out) override;
@@ -29,9 +33,14 @@ class DraftModel final : public DraftSource {
  private:
   // Makes the draft's cache hold context[0, n-1) and returns the logits after context[n-1].
   std::span<const float> follow(std::span<const int32_t> context);
+  // Samples up to max_tokens tokens from `logits` on (the logits after the context).
+  void draw(std::span<const float> logits, int max_tokens, int32_t id_limit, DraftProposal& out);
 
   Context& ctx_;
-  SamplerChain chain_;  // transforms + penalty window; its rng draws the draft tokens
+  const SamplerChain& target_;  // the settings to follow
+  SamplerChain chain_;  // a copy of target_'s settings + the penalty window; its rng draws the draft tokens
+  Rng rng_;             // the draft's own stream, kept between proposals
+  uint64_t seed_ = 0;   // the target seed rng_ was derived from
   std::vector<int32_t> banned_, eog_;
   std::vector<int32_t> held_;  // tokens in the draft's KV cache, in order
   std::vector<float> logits_;

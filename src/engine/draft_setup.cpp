@@ -21,7 +21,7 @@ void validate(const DraftOptions& o) {
 
 DraftRunner::DraftRunner(const DraftOptions& options, LoadedModel& target, SamplerChain& sampler, bool ignore_eos,
                          bool verbose)
-    : options_(options) {
+    : options_(options), n_ctx_(target.context->n_ctx()) {
   validate(options_);
   const Tokenizer& tok = *target.tokenizer;
   std::vector<int32_t> eog;
@@ -50,7 +50,7 @@ DraftRunner::DraftRunner(const DraftOptions& options, LoadedModel& target, Sampl
 DraftRunner::~DraftRunner() = default;
 
 GenerationResult DraftRunner::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
-                                       const Session::TextSink& on_text) {
+                                       const TextSink& on_text) {
   SpeculativeResult r = decoder_->generate(prompt, options, on_text);
   stats_ = r.spec;
   return std::move(r.generation);

@@ -1,9 +1,10 @@
-// What `run` (and `chat`) need for speculative decoding beyond the target: the draft flags,
+// What `run`, `chat` and `bench` need for speculative decoding beyond the target: the draft flags,
 // loading and checking the draft model (sharing the target's thread pool: the two never
 // run at the same time), the decoder, and the statistics for stderr and --json.
 //
 //   ember run -m big.gguf --draft small.gguf -p "..."      draft model, k adapted per round
 //   ember run -m big.gguf --draft-ngram 3 -f edit.txt      prompt lookup, no draft model
+//   ember chat -m big.gguf --draft small.gguf              every reply speculative
 #pragma once
 #include <memory>
 #include <optional>
@@ -26,16 +27,20 @@ struct DraftOptions {
 // Throws Error(InvalidArgument) for contradicting or out-of-range flags.
 void validate(const DraftOptions& options);
 
-class DraftRunner {
+// A Generator (engine/session.h), so a chat Conversation can run on it like on a Session.
+class DraftRunner final : public Generator {
  public:
   // Loads the draft model (when given), checks its vocabulary against the target's and builds
   // the decoder. `ignore_eos` bans end-of-generation tokens in the draft as in the target.
   DraftRunner(const DraftOptions& options, LoadedModel& target, SamplerChain& sampler, bool ignore_eos,
               bool verbose);
-  ~DraftRunner();
+  ~DraftRunner() override;
 
   GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
-                            const Session::TextSink& on_text);
+                            const TextSink& on_text) override;
+  const std::vector<int32_t>& cached_tokens() const override { return decoder_->cached_tokens(); }
+  void clear() override { decoder_->clear(); }
+  int n_ctx() const override { return n_ctx_; }
 
   const SpeculativeStats& last_stats() const { return stats_; }
   // Lines for stderr after the generation statistics.
@@ -50,6 +55,7 @@ class DraftRunner {
   std::unique_ptr<DraftSource> source_;
   std::unique_ptr<SpeculativeDecoder> decoder_;
   SpeculativeStats stats_;
+  int n_ctx_ = 0;
 };
 
 }  // namespace ember

@@ -32,26 +32,38 @@ struct GenerationResult {
   std::string text;             // their text, as streamed
 };
 
-class Session {
+// What a conversation generates through: plain decoding (Session, below) or speculative
+// decoding (DraftRunner, engine/draft_setup.h). Each keeps the token list of one KV cache and
+// reuses its longest common prefix with the next prompt.
+class Generator {
  public:
   using TextSink = std::function<void(std::string_view)>;
+  virtual ~Generator() = default;
+  virtual GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                    const TextSink& on_text) = 0;
+  virtual const std::vector<int32_t>& cached_tokens() const = 0;
+  virtual void clear() = 0;  // empties the KV cache(s)
+  virtual int n_ctx() const = 0;
+};
 
+class Session : public Generator {
+ public:
   Session(Context& ctx, const Tokenizer& tok, SamplerChain& sampler);
 
   // Throws Error(ContextFull) when the prompt alone exceeds the context (both counts in the
   // message) and Error(InvalidArgument) for an empty prompt.
   GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
-                            const TextSink& on_text);
+                            const TextSink& on_text) override;
 
   // Throws Error(ContextFull) naming both counts when a prompt of n_tokens cannot fit.
   void check_prompt_fits(size_t n_tokens) const;
 
   // The tokens the KV cache holds, in order (after a context shift: without the dropped
   // ones).
-  const std::vector<int32_t>& cached_tokens() const { return cached_; }
-  void clear();  // empties the KV cache
+  const std::vector<int32_t>& cached_tokens() const override { return cached_; }
+  void clear() override;  // empties the KV cache
 
-  int n_ctx() const;
+  int n_ctx() const override;
 
  private:
   // Decodes `tokens` after what is cached, n_batch at a time; logits for the last one.

@@ -60,6 +60,11 @@ std::span<const float> SpeculativeDecoder::row(size_t i) const {
   return std::span<const float>(logits_).subspan(i * n_vocab_, n_vocab_);
 }
 
+void SpeculativeDecoder::clear() {
+  ctx_.kv_clear(0);
+  cached_.clear();
+}
+
 void SpeculativeDecoder::follow_shift(GenerationStats& stats) { follow_context_shift(ctx_, cached_, stats); }
 
 bool SpeculativeDecoder::prefill(std::span<const int32_t> tokens, GenerationStats& stats) {
@@ -67,7 +72,7 @@ bool SpeculativeDecoder::prefill(std::span<const int32_t> tokens, GenerationStat
 }
 
 SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
-                                               const Session::TextSink& on_text) {
+                                               const Generator::TextSink& on_text) {
   SpeculativeResult out;
   GenerationResult& result = out.generation;
   GenerationStats& stats = result.stats;
@@ -99,6 +104,7 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
     return out;
   };
   if (!complete) return finish(StopReason::Interrupted);
+  if (options.max_tokens == 0) return finish(StopReason::TokenLimit);  // -n 0: evaluate the prompt only
 
   sampler_.reset_history();
   for (int32_t t : cached_) sampler_.accept(t);

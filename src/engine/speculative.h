@@ -72,9 +72,12 @@ class SpeculativeDecoder {
   // As Session::generate (same prompt-prefix reuse, stop rules, streamed text and final
   // cache contents), with speculative rounds in between.
   SpeculativeResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
-                             const Session::TextSink& on_text);
+                             const Generator::TextSink& on_text);
 
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  // Empties the target's KV cache (a draft model's cache follows by itself: it keeps the
+  // longest prefix it shares with the next context).
+  void clear();
   const DraftLength& draft_length() const { return length_; }
 
  private:
