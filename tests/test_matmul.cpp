@@ -2,6 +2,7 @@
 // every weight type x SIMD level x thread count, on odd shapes and strided views.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,33 @@ struct Weights {
   }
 };
 
+// When this level repacks w's type: the packed copy matches the reference, gives every token
+// and bitwise what that token alone gives (decode = batch, which speculative decoding needs).
+void check_packed(const MatView& w, const MatView& x, const std::vector<float>& want, SimdLevel level) {
+  std::optional<PackedWeight> packed = ops::pack_weight(w);
+  if (!packed) return;
+  const std::string what = std::string(dtype_name(w.type)) + " packed " + std::to_string(w.rows) + "x" +
+                           std::to_string(w.cols) + ", " + std::to_string(x.rows) + " tokens, " + simd_level_name(level);
+  INFO(what);
+  CHECK(packed->view.layout == WeightLayout::Interleaved);
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    check::StridedF32 y(x.rows, w.rows, 2);
+    ops::matmul(pool, packed->view, x, y.mat());
+    check::expect_close(y.dense(), want, 5e-4, what + ", " + std::to_string(threads) + " threads");
+    CHECK(y.guards_intact());
+    const std::vector<float> batch = y.dense();
+    for (int64_t t = 0; t < x.rows; ++t) {
+      MatView one = x;
+      one.rows = 1;
+      one.data = x.row(t);
+      std::vector<float> single(static_cast<size_t>(w.rows));
+      ops::matmul(pool, packed->view, one, check::dense_mat(single, 1, w.rows));
+      for (int64_t r = 0; r < w.rows; ++r) REQUIRE(single[r] == batch[t * w.rows + r]);
+    }
+  }
+}
+
 void check_matmul(DType t, int64_t rows, int64_t tokens, int64_t k, uint64_t seed) {
   check::Rng rng(seed);
   Weights w(t, rows, k, rng, 8);
@@ -56,6 +84,7 @@ void check_matmul(DType t, int64_t rows, int64_t tokens, int64_t k, uint64_t see
       INFO(what);
       CHECK(y.guards_intact());
     }
+    check_packed(w.view, x.view(), want, level);
   }
   CHECK(w.buf.guards_intact());
 }
@@ -100,6 +129,10 @@ TEST_CASE("extreme codes over a long row do not overflow the integer accumulator
       std::vector<float> got(want.size());
       ops::matmul(pool, wv, xv, check::dense_mat(got, tokens, rows));
       check::expect_close(got, want, 5e-4, std::string(dtype_name(t)) + " saturated, " + simd_level_name(level));
+      if (std::optional<PackedWeight> packed = ops::pack_weight(wv)) {
+        ops::matmul(pool, packed->view, xv, check::dense_mat(got, tokens, rows));
+        check::expect_close(got, want, 5e-4, std::string(dtype_name(t)) + " packed, saturated");
+      }
     }
   }
 }

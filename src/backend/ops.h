@@ -8,6 +8,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 
 #include "tensor/dtype.h"
 
@@ -16,13 +18,26 @@ namespace ember {
 class ThreadPool;
 
 // A 2-D view: `rows` rows of `cols` elements of `type`, rows `row_stride` bytes apart.
+// Weight matrices may instead be `Interleaved`: repacked by ops::pack_weight for the CPU
+// kernels, groups of rows stored together (then row() means nothing and row_stride is the
+// bytes of one group); only matmul reads that layout.
+enum class WeightLayout : uint8_t { Rows, Interleaved };
+
 struct MatView {
   DType type = DType::F32;
   int64_t cols = 0;
   int64_t rows = 0;
   size_t row_stride = 0;  // bytes; >= dtype_row_bytes(type, cols)
   const void* data = nullptr;
+  WeightLayout layout = WeightLayout::Rows;
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_stride; }
+};
+
+// A weight matrix repacked for the CPU's fast kernels, owning its memory.
+struct PackedWeight {
+  MatView view;                    // layout Interleaved, data inside `storage`
+  std::shared_ptr<uint8_t> storage;
+  size_t bytes = 0;
 };
 
 // Mutable f32 2-D view (outputs and in-place ops). `stride` is in floats.
@@ -66,6 +81,11 @@ namespace ops {
 
 // y[t] = x[t] W^T for t < x.rows. y must hold x.rows x w.rows floats.
 void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y);
+// The copy of weight matrix w (layout Rows) that the CPU's fast matmul kernels read fastest
+// (rows interleaved in groups, so one thread streams one sequential range), or nullopt
+// when this CPU reads w's type in place. Its products agree with w's to float rounding, and
+// like every matmul, a token's output does not depend on the other tokens in the batch.
+std::optional<PackedWeight> pack_weight(const MatView& w);
 // out[t] = table[ids[t]] converted to f32.
 void get_rows(ThreadPool& pool, const MatView& table, const int32_t* ids, int64_t n, F32Mat out);
 // y = x / sqrt(mean(x^2) + eps) * (one_plus_w ? 1 + w : w); w may be null (no weight).

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -95,10 +96,33 @@ struct BenchWeights {
     for (size_t off = seed_bytes; off < total; off += seed_bytes)
       std::memcpy(data.get() + off, data.get(), std::min(seed_bytes, total - off));
   }
-  MatView view(int copy) const {
+  std::vector<PackedWeight> packed;  // when repacked: one per copy
+
+  MatView rows_view(int copy) const {
     return MatView{type, cols, rows, row_bytes, data.get() + matrix_bytes * static_cast<size_t>(copy % copies)};
   }
+  MatView view(int copy) const {
+    return packed.empty() ? rows_view(copy) : packed[static_cast<size_t>(copy % copies)].view;
+  }
+  // Switches to the CPU kernels' packed layout; false when the type has none here.
+  bool repack() {
+    for (int i = 0; i < copies; ++i) {
+      std::optional<PackedWeight> p = ops::pack_weight(rows_view(i));
+      if (!p) return false;
+      packed.push_back(std::move(*p));
+    }
+    data.reset();  // the packed copies replace the rows (keeps the DRAM footprint the same)
+    return true;
+  }
 };
+
+// The layouts a type is measured in: its rows as stored, and repacked when the CPU kernels
+// have a packed layout for it (what models use unless --no-repack).
+std::vector<bool> layouts_of(DType t) {
+  BenchWeights probe(t, 8, dtype_size(t).block_size * 8, 0);
+  return probe.repack() ? std::vector<bool>{false, true} : std::vector<bool>{false};
+}
+const char* layout_name(bool packed) { return packed ? "packed" : "rows"; }
 
 struct Timing {
   double median, best;  // seconds per call
@@ -130,10 +154,11 @@ double thread_cpu_seconds() {
 // the per-thread share of the read bandwidth: a kernel slower than that cannot reach it.
 void print_core_throughput(const std::vector<DType>& types) {
   fmt::print("\nkernel throughput per core (in-cache 512x4096 matvec, thread CPU time)\n");
-  fmt::print("| type | GB/s of weights per core |\n|------|------:|\n");
+  fmt::print("| type | layout | GB/s of weights per core |\n|------|--------|------:|\n");
   ThreadPool pool(1);
-  for (DType t : types) {
+  for (DType t : types) for (bool packed : layouts_of(t)) {
     BenchWeights w(t, 512, 4096, 0);
+    if (packed) w.repack();
     std::vector<float> x(4096, 0.5f), y(512);
     auto call = [&] {
       ops::matmul(pool, w.view(0), MatView{DType::F32, 4096, 1, 4096 * 4, x.data()}, F32Mat{y.data(), 512, 1, 512});
@@ -145,7 +170,7 @@ void print_core_throughput(const std::vector<DType>& types) {
       for (int i = 0; i < 50; ++i) call();
       best = std::min(best, (thread_cpu_seconds() - t0) / 50);
     }
-    fmt::print("| {} | {:.1f} |\n", dtype_name(t), static_cast<double>(w.matrix_bytes) / best / 1e9);
+    fmt::print("| {} | {} | {:.1f} |\n", dtype_name(t), layout_name(packed), static_cast<double>(w.matrix_bytes) / best / 1e9);
   }
 }
 
@@ -172,12 +197,13 @@ int run_bench_ops(const BenchOpsFlags& f) {
   if (!f.no_matvec) {
     print_core_throughput(types);
     fmt::print("\nmatvec (1 token, weights cycled over >= 256 MiB so they come from DRAM)\n");
-    fmt::print("| type | rows x cols | threads | us/call | GB/s | % of read bw | best GB/s |\n");
-    fmt::print("|------|-------------|--------:|--------:|-----:|-------------:|----------:|\n");
+    fmt::print("| type | layout | rows x cols | threads | us/call | GB/s | % of read bw | best GB/s |\n");
+    fmt::print("|------|--------|-------------|--------:|--------:|-----:|-------------:|----------:|\n");
     const int64_t shapes[][2] = {{4096, 4096}, {4096, 14336}};
-    for (DType t : types) {
+    for (DType t : types) for (bool packed : layouts_of(t)) {
       for (const auto& s : shapes) {
         BenchWeights w(t, s[0], s[1], size_t{256} << 20);
+        if (packed) w.repack();
         std::vector<float> x(static_cast<size_t>(s[1]), 0.5f), y(static_cast<size_t>(s[0]));
         for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
           ThreadPool pool(thread_counts[ti]);
@@ -187,7 +213,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
                         F32Mat{y.data(), s[0], 1, s[0]});
           });
           const double gbs = static_cast<double>(w.matrix_bytes) / tm.median / 1e9;
-          fmt::print("| {} | {}x{} | {} | {:.0f} | {:.1f} | {:.0f}% | {:.1f} |\n", dtype_name(t), s[0], s[1],
+          fmt::print("| {} | {} | {}x{} | {} | {:.0f} | {:.1f} | {:.0f}% | {:.1f} |\n", dtype_name(t), layout_name(packed), s[0], s[1],
                      thread_counts[ti], tm.median * 1e6, gbs, 100.0 * gbs / bandwidth[ti],
                      static_cast<double>(w.matrix_bytes) / tm.best / 1e9);
         }
@@ -197,7 +223,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
 
   if (!f.no_matmul) {
     fmt::print("\nmatmul (prefill: {} tokens x 4096x4096 weights, {} threads)\n", f.batch, f.threads);
-    fmt::print("| type | ms/call | GFLOP/s | best GFLOP/s |\n|------|--------:|--------:|-------------:|\n");
+    fmt::print("| type | layout | ms/call | GFLOP/s | best GFLOP/s |\n|------|--------|--------:|--------:|-------------:|\n");
     const DType prefill_types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::F16};
     ThreadPool pool(f.threads);
     const int64_t n = 4096, k = 4096, m = f.batch;
@@ -205,14 +231,17 @@ int run_bench_ops(const BenchOpsFlags& f) {
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
     for (DType t : prefill_types) {
       if (std::find(types.begin(), types.end(), t) == types.end()) continue;
+      for (bool packed : layouts_of(t)) {
       BenchWeights w(t, n, k, 0);
+      if (packed) w.repack();
       const Timing tm = time_calls(std::max(3, f.reps / 2), [&](int) {
         ops::matmul(pool, w.view(0), MatView{DType::F32, k, m, static_cast<size_t>(k) * 4, x.data()},
                     F32Mat{y.data(), n, m, n});
       });
       const double flop = 2.0 * static_cast<double>(n) * k * m;
-      fmt::print("| {} | {:.1f} | {:.1f} | {:.1f} |\n", dtype_name(t), tm.median * 1e3, flop / tm.median / 1e9,
-                 flop / tm.best / 1e9);
+      fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.1f} |\n", dtype_name(t), layout_name(packed), tm.median * 1e3,
+                 flop / tm.median / 1e9, flop / tm.best / 1e9);
+      }
     }
   }
   return 0;

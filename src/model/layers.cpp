@@ -13,10 +13,10 @@ AttnWeights bind_attention(TensorBinder& b, const Hparams& hp, int il, bool qk_n
   const int64_t nk = hp.n_embd_k_gqa(), nv = hp.n_embd_v_gqa();
   const int64_t no = static_cast<int64_t>(hp.n_head) * hp.head_dim_v;
   AttnWeights w;
-  w.wq = b.matrix(blk(il, "attn_q.weight"), hp.n_embd, nq);
-  w.wk = b.matrix(blk(il, "attn_k.weight"), hp.n_embd, nk);
-  w.wv = b.matrix(blk(il, "attn_v.weight"), hp.n_embd, nv);
-  w.wo = b.matrix(blk(il, "attn_output.weight"), no, hp.n_embd);
+  w.wq = b.matmul_matrix(blk(il, "attn_q.weight"), hp.n_embd, nq);
+  w.wk = b.matmul_matrix(blk(il, "attn_k.weight"), hp.n_embd, nk);
+  w.wv = b.matmul_matrix(blk(il, "attn_v.weight"), hp.n_embd, nv);
+  w.wo = b.matmul_matrix(blk(il, "attn_output.weight"), no, hp.n_embd);
   w.bq = b.vector_optional(blk(il, "attn_q.bias"), nq);
   w.bk = b.vector_optional(blk(il, "attn_k.bias"), nk);
   w.bv = b.vector_optional(blk(il, "attn_v.bias"), nv);
@@ -31,14 +31,14 @@ AttnWeights bind_attention(TensorBinder& b, const Hparams& hp, int il, bool qk_n
 FfnWeights bind_ffn(TensorBinder& b, const Hparams& hp, int il) {
   FfnWeights w;
   w.n_ff = hp.n_ff[il];
-  w.gate = b.matrix(blk(il, "ffn_gate.weight"), hp.n_embd, w.n_ff);
-  w.up = b.matrix(blk(il, "ffn_up.weight"), hp.n_embd, w.n_ff);
-  w.down = b.matrix(blk(il, "ffn_down.weight"), w.n_ff, hp.n_embd);
+  w.gate = b.matmul_matrix(blk(il, "ffn_gate.weight"), hp.n_embd, w.n_ff);
+  w.up = b.matmul_matrix(blk(il, "ffn_up.weight"), hp.n_embd, w.n_ff);
+  w.down = b.matmul_matrix(blk(il, "ffn_down.weight"), w.n_ff, hp.n_embd);
   return w;
 }
 
 MatView bind_output(TensorBinder& b, const Hparams& hp, const MatView& tok_embd) {
-  MatView out = b.matrix_optional("output.weight", hp.n_embd, hp.n_vocab);
+  MatView out = b.matmul_matrix_optional("output.weight", hp.n_embd, hp.n_vocab);
   return out.data ? out : tok_embd;
 }
 

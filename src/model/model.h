@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/ops.h"
 #include "tensor/dtype.h"
 
 namespace ember {
@@ -70,6 +71,10 @@ struct LoadOptions {
   int n_threads = 1;                        // only for informational output / future use
   bool print_plan = true;                   // print the weight memory line to stderr
   std::function<void(float)> progress;      // called with 0..1 while touching weights (may be empty)
+  // Copy the matmul weights whose type the CPU kernels read faster interleaved (as
+  // llama.cpp's repack does) into anonymous memory at load; false keeps every weight in
+  // the mapping (zero copy, --no-repack).
+  bool repack = true;
 };
 
 class Model {
@@ -82,6 +87,7 @@ class Model {
   const Hparams& hparams() const { return hp_; }
   const gguf::File& gguf() const { return *file_; }
   size_t weight_bytes() const { return weight_bytes_; }  // bytes of all tensors in the file
+  size_t repacked_bytes() const;  // of them, copied into the CPU kernels' layout at load
   const ArchModel& arch() const { return *arch_; }
   // One line per tensor type: "q4_0: 155 tensors, 600.1 MiB" (for `inspect` / plans).
   std::string describe() const;
@@ -91,6 +97,7 @@ class Model {
   Hparams hp_;
   std::unique_ptr<gguf::File> file_;
   std::unique_ptr<ArchModel> arch_;
+  std::vector<PackedWeight> packed_;  // owned copies the arch's views point into
   size_t weight_bytes_ = 0;
 };
 

@@ -53,6 +53,23 @@ MatView TensorBinder::matrix(const std::string& name, int64_t cols, int64_t rows
   return MatView{t->type, cols, rows, dtype_row_bytes(t->type, cols), t->data};
 }
 
+MatView TensorBinder::repacked(const MatView& w) {
+  if (!packed_) return w;
+  std::optional<PackedWeight> p = ops::pack_weight(w);
+  if (!p) return w;
+  packed_->push_back(std::move(*p));
+  return packed_->back().view;
+}
+
+MatView TensorBinder::matmul_matrix(const std::string& name, int64_t cols, int64_t rows) {
+  return repacked(matrix(name, cols, rows));
+}
+
+MatView TensorBinder::matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows) {
+  const MatView w = matrix_optional(name, cols, rows);
+  return w.data ? repacked(w) : w;
+}
+
 const float* TensorBinder::vector_optional(const std::string& name, int64_t n) {
   if (!file_.find_tensor(name)) return nullptr;
   return vector(name, n);

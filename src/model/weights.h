@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/ops.h"
 
@@ -13,13 +14,20 @@ namespace gguf { class File; struct TensorInfo; }
 
 class TensorBinder {
  public:
-  explicit TensorBinder(const gguf::File& file) : file_(file) {}
+  // With `packed`, matrices bound by matmul_matrix are repacked for the CPU kernels when
+  // they have a faster layout for the type, the copies kept in *packed; without, every
+  // view points into the mapped file.
+  explicit TensorBinder(const gguf::File& file, std::vector<PackedWeight>* packed = nullptr)
+      : file_(file), packed_(packed) {}
 
   // A weight matrix of `rows` rows of `cols` elements (GGUF shape [cols, rows]) in any
   // type the matmul/get_rows ops compute with. Throws Format when missing or mismatched.
   MatView matrix(const std::string& name, int64_t cols, int64_t rows);
   // Same, but returns a view with data == nullptr when the tensor is absent.
   MatView matrix_optional(const std::string& name, int64_t cols, int64_t rows);
+  // A matrix that only matmul reads (not get_rows): may come back repacked (see above).
+  MatView matmul_matrix(const std::string& name, int64_t cols, int64_t rows);
+  MatView matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows);
   // A 1-D f32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_optional(const std::string& name, int64_t n);
@@ -28,7 +36,9 @@ class TensorBinder {
 
  private:
   const gguf::TensorInfo* lookup(const std::string& name, bool required);
+  MatView repacked(const MatView& w);
   const gguf::File& file_;
+  std::vector<PackedWeight>* packed_;
   int n_bound_ = 0;
 };
 

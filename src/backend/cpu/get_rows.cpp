@@ -10,6 +10,8 @@
 namespace ember::ops {
 
 void get_rows(ThreadPool& pool, const MatView& table, const int32_t* ids, int64_t n, F32Mat out) {
+  if (table.layout != WeightLayout::Rows)
+    fail(ErrorKind::InvalidArgument, "get_rows: the table is repacked for matmul; look rows up in the original");
   if (!dtype_can_quantize(table.type))
     fail(ErrorKind::Unsupported, "get_rows: table type {} is not supported", dtype_name(table.type));
   if (table.cols % quant_traits(table.type)->block_size != 0)

@@ -17,11 +17,27 @@ namespace ember::ops {
 
 namespace {
 
-const cpu::MatmulKernel* pick_kernel(DType w) {
+// What the driver needs from a kernel, whichever layout it reads.
+struct KernelPlan {
+  cpu::ActFormat act;
+  cpu::TileFn tile;
+  int64_t row_group;  // rows are split between threads in multiples of this
+};
+
+KernelPlan pick_kernel(const MatView& w) {
+  if (w.layout == WeightLayout::Interleaved) {
+    // Packed views come from pack_weight, which only packs for a level that has the kernel.
+    const cpu::PackedKernel* k = simd_level() >= SimdLevel::AVX2 ? cpu::packed_kernel_avx2(w.type) : nullptr;
+    if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel reads {} weights in the interleaved layout", dtype_name(w.type));
+    return {k->act, k->tile, k->group_rows};
+  }
+  // Rows are split in groups of 12, a multiple of every micro-tile height.
   // No AVX-512 kernels yet: an AVX-512 machine runs the AVX2 ones.
-  if (simd_level() >= SimdLevel::AVX2)
-    if (const cpu::MatmulKernel* k = cpu::matmul_kernel_avx2(w)) return k;
-  return cpu::matmul_kernel_scalar(w);
+  const cpu::MatmulKernel* k = nullptr;
+  if (simd_level() >= SimdLevel::AVX2) k = cpu::matmul_kernel_avx2(w.type);
+  if (!k) k = cpu::matmul_kernel_scalar(w.type);
+  if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel for weight type {}", dtype_name(w.type));
+  return {k->act, k->tile, 12};
 }
 
 void validate(const MatView& w, const MatView& x, const F32Mat& y) {
@@ -36,7 +52,7 @@ void validate(const MatView& w, const MatView& x, const F32Mat& y) {
   if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
     fail(ErrorKind::InvalidArgument, "matmul: x {}x{} times W^T ({}x{}) does not give y {}x{}", x.rows, x.cols,
          w.rows, w.cols, y.rows, y.cols);
-  if (w.row_stride < dtype_row_bytes(w.type, w.cols) || x.row_stride < static_cast<size_t>(x.cols) * 4 ||
+  if ((w.layout == WeightLayout::Rows && w.row_stride < dtype_row_bytes(w.type, w.cols)) || x.row_stride < static_cast<size_t>(x.cols) * 4 ||
       y.stride < y.cols)
     fail(ErrorKind::InvalidArgument, "matmul: a row stride is smaller than its row");
   // Kernels read fp16 fields and floats in place: rows must keep their natural alignment
@@ -53,8 +69,7 @@ void validate(const MatView& w, const MatView& x, const F32Mat& y) {
 void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y) {
   validate(w, x, y);
   if (x.rows == 0 || w.rows == 0) return;
-  const cpu::MatmulKernel* kernel = pick_kernel(w.type);
-  if (!kernel) fail(ErrorKind::Unsupported, "matmul: no kernel for weight type {}", dtype_name(w.type));
+  const KernelPlan kernel = pick_kernel(w);
 
   cpu::MatmulArgs args;
   args.k = w.cols;
@@ -62,48 +77,48 @@ void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y) {
   args.w_stride = w.row_stride;
   args.y = y.data;
   args.y_stride = y.stride;
-  if (kernel->act == cpu::ActFormat::F32) {
+  if (kernel.act == cpu::ActFormat::F32) {
     args.a = static_cast<const uint8_t*>(x.data);
     args.a_stride = x.row_stride;
   } else {
     // Quantized activations live in a per-calling-thread buffer reused across calls.
     thread_local std::vector<uint8_t> act;
-    const size_t row_bytes = cpu::act_row_bytes(kernel->act, x.cols);
+    const size_t row_bytes = cpu::act_row_bytes(kernel.act, x.cols);
     act.resize(row_bytes * static_cast<size_t>(x.rows));
     uint8_t* act_data = act.data();  // a pointer: inside the workers `act` names their own buffer
     pool.parallel_for(x.rows, 4, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t)
-        cpu::quantize_act_row(kernel->act, reinterpret_cast<const float*>(x.row(t)), act_data + t * row_bytes, x.cols);
+        cpu::quantize_act_row(kernel.act, reinterpret_cast<const float*>(x.row(t)), act_data + t * row_bytes, x.cols);
     });
     args.a = act_data;
     args.a_stride = row_bytes;
   }
 
-  // Split the weight rows (in groups of 12, a multiple of every micro-tile height) when there
-  // are enough of them: each thread then reads its own slice of W once per token block.
+  // Split the weight rows (in the kernel's row groups) when there are enough of them: each
+  // thread then reads its own slice of W once per token block.
   // Otherwise (few rows, many tokens) split the tokens.
   // Rows are handed out as chunks from a shared counter rather than as one fixed share per
   // thread: when a thread is descheduled or slower (a busy machine, a core sharing its cache)
   // the others take its chunks instead of waiting for it at the end of the op.
   const int64_t rows = w.rows, tokens = x.rows;
   const int nth = pool.size();
-  constexpr int64_t kGroup = 12;
+  const int64_t row_group = kernel.row_group;
   constexpr int64_t kChunksPerThread = 8;
-  const bool split_rows = rows >= kGroup * nth || tokens < nth;
-  const int64_t groups = (rows + kGroup - 1) / kGroup;
+  const bool split_rows = rows >= row_group * nth || tokens < nth;
+  const int64_t groups = (rows + row_group - 1) / row_group;
   const int64_t n_chunks = std::min(groups, kChunksPerThread * nth);
   std::atomic<int64_t> next_chunk{0};
   pool.run([&](int ith, int n) {
     if (split_rows) {
       for (int64_t ch = next_chunk.fetch_add(1, std::memory_order_relaxed); ch < n_chunks;
            ch = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-        const int64_t r0 = std::min(rows, groups * ch / n_chunks * kGroup);
-        const int64_t r1 = std::min(rows, groups * (ch + 1) / n_chunks * kGroup);
-        if (r0 < r1) kernel->tile(args, r0, r1, 0, tokens);
+        const int64_t r0 = std::min(rows, groups * ch / n_chunks * row_group);
+        const int64_t r1 = std::min(rows, groups * (ch + 1) / n_chunks * row_group);
+        if (r0 < r1) kernel.tile(args, r0, r1, 0, tokens);
       }
     } else {
       const int64_t c0 = tokens * ith / n, c1 = tokens * (ith + 1) / n;
-      if (c0 < c1) kernel->tile(args, 0, rows, c0, c1);
+      if (c0 < c1) kernel.tile(args, 0, rows, c0, c1);
     }
   });
 }

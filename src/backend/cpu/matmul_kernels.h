@@ -52,6 +52,25 @@ struct MatmulKernel {
 const MatmulKernel* matmul_kernel_scalar(DType w);
 const MatmulKernel* matmul_kernel_avx2(DType w);
 
+// Kernels over weights repacked at load time (WeightLayout::Interleaved): the rows are
+// stored in groups of `group_rows`, each group one contiguous run of `group_bytes(k)` bytes
+// laid out as the kernel likes (e.g. the rows' blocks interleaved, scales unpacked), so a
+// thread streams one sequential range and the codes of all rows of a group come from
+// single loads. The last group is padded with zero rows.
+struct PackedKernel {
+  int group_rows;
+  size_t (*group_bytes)(int64_t k);
+  // Packs rows [0, n_rows) (n_rows <= group_rows) of a row-layout matrix into one group.
+  void (*pack_group)(const uint8_t* w, size_t w_stride, int n_rows, int64_t k, uint8_t* dst);
+  ActFormat act;
+  // As TileFn with args.w the first group and args.w_stride the group bytes; r0 is a
+  // multiple of group_rows, r1 one too or the matrix's row count.
+  TileFn tile;
+};
+
+// The packed kernel of a weight type at a level, or nullptr (the type is read in place).
+const PackedKernel* packed_kernel_avx2(DType w);
+
 // Activation rows are swept in blocks of this many tokens so that a block stays in L2 while
 // every weight row of the thread's share meets it (weights are then read once per block).
 constexpr int64_t kTokenBlock = 64;
