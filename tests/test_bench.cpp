@@ -165,3 +165,78 @@ TEST_CASE("ember bench markdown has llama-bench's columns") {
   CHECK(r.out.find("tg2") != std::string::npos);
   CHECK(r.out.find("TTFT") != std::string::npos);
 }
+
+// --draft / --draft-ngram: a plain greedy row and a speculative row on the same prompt; the
+// speculative row's numbers agree with each other and with the plain row.
+TEST_CASE("ember bench --draft-ngram / --draft add a plain greedy and a speculative row") {
+  const std::string model = ember_test::aidreams_gguf();
+  REQUIRE(!model.empty());
+  const std::string prompt = (ember_test::scratch_dir() / "copy.txt").string();
+  {
+    std::string text;
+    for (int i = 0; i < 3; ++i) text += "The dissolve within me, a soft whispers of vectors. Classification whispers secrets. ";
+    FILE* f = std::fopen(prompt.c_str(), "wb");
+    REQUIRE(f);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  }
+  struct Case {
+    std::string flags, source;
+    bool all_accepted;
+  };
+  const Case cases[] = {
+      {"--draft-ngram 3 -f '" + prompt + "'", "n-gram 3", false},
+      // The target as its own draft, drafting every round: every drafted token is accepted.
+      {"--draft '" + model + "' --draft-fixed --draft-max 4", "draft model aidreams260K.gguf", true},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.flags);
+    const auto r = ember_test::run_ember("bench -m '" + model + "' -p 0 -n 24 -r 2 -t 1 -o json " + c.flags);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    Json j;
+    REQUIRE_NOTHROW(j = JsonParser(r.out).parse_document());
+    REQUIRE(j.size() == 3);  // tg24, its greedy twin, the speculative run
+    CHECK(j[0]["test"].str() == "tg24");
+    const Json& plain = j[1];
+    const Json& spec = j[2];
+    CHECK(plain["test"].str().find(" greedy") != std::string::npos);
+    CHECK(spec["test"].str() == plain["test"].str() + "+" + c.source);
+    CHECK(plain["n_depth"].num() == spec["n_depth"].num());  // the same prompt
+    CHECK(plain["samples_ns"].size() == 2);
+    CHECK(spec["samples_ns"].size() == 2);
+    CHECK_FALSE(plain.has("speculative"));
+    REQUIRE(spec.has("speculative"));
+    const Json& s = spec["speculative"];
+    CHECK(s["source"].str() == c.source);
+    CHECK(std::get<bool>(s["same_text"].v));
+    CHECK(s["plain_ts"].num() == doctest::Approx(plain["avg_ts"].num()).epsilon(1e-5));
+    CHECK(s["speedup"].num() == doctest::Approx(spec["avg_ts"].num() / plain["avg_ts"].num()).epsilon(1e-3));
+    const double drafted = s["drafted"].num(), accepted = s["accepted"].num(), passes = s["target_passes"].num();
+    CHECK(drafted > 0);
+    CHECK(accepted <= drafted);
+    CHECK(s["acceptance_rate"].num() == doctest::Approx(accepted / drafted).epsilon(1e-3));
+    // 2 runs of 24 tokens: passes >= tokens / (max drafted + 1), and at most one per token.
+    CHECK(passes <= 48);
+    CHECK(s["tokens_per_pass"].num() == doctest::Approx(48 / passes).epsilon(1e-3));
+    if (c.all_accepted) CHECK(accepted == drafted);
+  }
+}
+
+TEST_CASE("ember bench --draft: markdown notes, csv columns, flag errors") {
+  const std::string model = ember_test::aidreams_gguf();
+  REQUIRE(!model.empty());
+  const auto md = ember_test::run_ember("bench -m '" + model + "' -p 8 -n 8 -r 1 -t 1 --draft-ngram 2");
+  INFO(md.out << md.err);
+  REQUIRE(md.exit_code == 0);
+  CHECK(md.out.find("tg8 @ d8 greedy+n-gram 2") != std::string::npos);  // -p random tokens as the prompt
+  CHECK(md.out.find("x the plain greedy run's") != std::string::npos);
+  const auto csv = ember_test::run_ember("bench -m '" + model + "' -p 0 -n 8 -r 1 -t 1 --draft-ngram 2 -o csv");
+  REQUIRE(csv.exit_code == 0);
+  CHECK(csv.out.find(",spec_source,spec_speedup,spec_acceptance_rate,spec_tokens_per_pass,spec_same_text\n") !=
+        std::string::npos);
+  CHECK(csv.out.find("\"n-gram 2\",") != std::string::npos);
+  CHECK(ember_test::run_ember("bench -m '" + model + "' -p 0 -n 8 -f /nonexistent").exit_code == 2);
+  CHECK(ember_test::run_ember("bench -m '" + model + "' -p 8 -n 0 --draft-ngram 2").exit_code == 2);
+  CHECK(ember_test::run_ember("bench -m '" + model + "' -n 8 --draft-ngram 2 --draft '" + model + "'").exit_code == 2);
+}

@@ -2,6 +2,13 @@
 // markdown table (plus TTFT and the decode roofline), json or csv (src/eval/bench*.h).
 //
 //   ember bench -m model.gguf [-p 512] [-n 128] [-r 5] [-t N] [-ctk f16] [-ctv f16] [-d 0] [-o md]
+//
+// With --draft FILE or --draft-ngram N, two more rows: N tokens generated greedily after a
+// prompt, plainly and speculatively, alternating, from the same state
+// (eval/bench_speculative.h). The prompt is -f FILE (text: n-gram drafting only pays when the
+// output copies from it) or else the pp test's kind of random tokens, -p of them.
+//
+//   ember bench -m big.gguf --draft small.gguf -p 0 -n 128 -f prompt.txt
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,14 +18,18 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "cli/commands.h"
+#include "cli/generation_flags.h"
 #include "eval/bench.h"
 #include "eval/bench_report.h"
+#include "eval/bench_speculative.h"
+#include "sampling/sampler_chain.h"
 #include "engine/loaded_model.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/membw.h"
+#include "util/mmap.h"
 
 namespace ember::cli {
 
@@ -36,6 +47,8 @@ struct BenchArgs {
   std::string ctk = "f16", ctv = "f16";
   std::string output = "md";
   bool no_warmup = false;
+  DraftOptions draft;       // --draft / --draft-ngram: the speculative rows
+  std::string prompt_file;  // -f: their prompt
 };
 
 eval::BenchModelInfo describe_model(const Model& model, const std::string& path) {
@@ -54,6 +67,47 @@ eval::BenchModelInfo describe_model(const Model& model, const std::string& path)
   return info;
 }
 
+// "f16", as llama-bench names cache types.
+std::string lower_name(DType type) {
+  std::string s = dtype_name(type);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// The plain greedy and the speculative row (eval/bench_speculative.h), in their own context.
+std::vector<eval::BenchRow> speculative_rows(const BenchArgs& a, const Model& model, const Tokenizer& tok,
+                                             ThreadPool& pool, ContextOptions co, int n_threads) {
+  const std::vector<int32_t> prompt =
+      a.prompt_file.empty()
+          ? eval::random_prompt(a.n_prompt > 0 ? a.n_prompt : 64, tok.n_vocab(), tok.add_bos(), tok.bos(), 1234)
+          : tok.encode(read_text_file(a.prompt_file), /*add_special=*/true, /*parse_special=*/true);
+  co.n_ctx = static_cast<int>(prompt.size()) + a.n_gen + 1;
+  co.policy = ContextPolicy::Error;
+  Context ctx(model, co, pool);
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.seed = 1;
+  SamplerChain sampler(greedy, ctx.n_ctx());
+  Session plain(ctx, tok, sampler);
+  DraftRunner spec(a.draft, ctx, tok, pool, sampler, /*ignore_eos=*/true, /*verbose=*/false);
+  fmt::print(stderr, "bench: tg{} after a {}-token prompt, plain and {} ({} warm-up, {} runs each, {} threads)\n",
+             a.n_gen, prompt.size(), spec.source_label(), a.no_warmup ? 0 : 1, a.reps, n_threads);
+  const eval::SpeculativeBenchResult r =
+      eval::run_speculative_bench(plain, spec, prompt, {.n_gen = a.n_gen, .reps = a.reps, .warmup = !a.no_warmup});
+  std::vector<eval::BenchRow> rows(2);
+  rows[0].result = r.plain;
+  rows[1].result = r.spec;
+  rows[1].speculative = r.summary;
+  for (eval::BenchRow& row : rows) {
+    row.n_threads = n_threads;
+    row.n_batch = a.n_batch;
+    row.n_ubatch = co.n_ubatch;
+    row.type_k = lower_name(co.k_type);
+    row.type_v = lower_name(co.v_type);
+  }
+  return rows;
+}
+
 int run_bench(BenchArgs& a) {
   if (a.output != "md" && a.output != "json" && a.output != "csv") {
     fail(ErrorKind::InvalidArgument, "-o {}: expected md, json or csv", a.output);
@@ -63,6 +117,12 @@ int run_bench(BenchArgs& a) {
          a.n_gen, a.n_depth);
   }
   if (a.n_batch < 1 || a.n_ubatch < 1) fail(ErrorKind::InvalidArgument, "-b/-ub must be positive");
+  validate(a.draft);
+  if (a.draft.enabled() && a.n_gen < 1)
+    fail(ErrorKind::InvalidArgument, "--draft/--draft-ngram measure generation: give -n >= 1");
+  if (!a.prompt_file.empty() && !a.draft.enabled())
+    fail(ErrorKind::InvalidArgument, "-f {}: the prompt file is for the speculative rows (--draft/--draft-ngram)",
+         a.prompt_file);
   const int n_threads = a.n_threads > 0 ? a.n_threads : ThreadPool::default_threads();
   LoadOptions lo;
   lo.n_threads = n_threads;
@@ -98,10 +158,8 @@ int run_bench(BenchArgs& a) {
     row.n_threads = n_threads;
     row.n_batch = a.n_batch;
     row.n_ubatch = co.n_ubatch;
-    row.type_k = dtype_name(co.k_type);
-    row.type_v = dtype_name(co.v_type);
-    std::transform(row.type_k.begin(), row.type_k.end(), row.type_k.begin(), ::tolower);
-    std::transform(row.type_v.begin(), row.type_v.end(), row.type_v.begin(), ::tolower);
+    row.type_k = lower_name(co.k_type);
+    row.type_v = lower_name(co.v_type);
     if (t.n_gen > 0) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
       const int64_t mean_kv = t.n_depth + (t.n_gen - 1) / 2;
@@ -111,6 +169,10 @@ int run_bench(BenchArgs& a) {
       row.mem_bw = bandwidth;
     }
     rows.push_back(row);
+  }
+  if (a.draft.enabled()) {
+    std::vector<eval::BenchRow> spec = speculative_rows(a, *model, tok, pool, co, n_threads);
+    for (eval::BenchRow& r : spec) rows.push_back(std::move(r));
   }
   if (a.output == "json") {
     fmt::print("{}", eval::format_json(info, rows));
@@ -139,6 +201,9 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--cache-type-v", args->ctv, "KV cache V type (-ctv)")->capture_default_str();
   cmd->add_option("-o,--output", args->output, "md, json or csv")->capture_default_str();
   cmd->add_flag("--no-warmup", args->no_warmup, "skip the warm-up run");
+  add_draft_flags(cmd, args->draft);
+  cmd->add_option("-f,--file", args->prompt_file,
+                  "prompt text for the --draft/--draft-ngram rows (default: -p random tokens)");
   cmd->callback([args] {
     set_exit_code(guarded("bench", [&] { return run_bench(*args); }));
   });

@@ -37,8 +37,9 @@ void add_sampling_flags(CLI::App* cmd, GenerationFlags& f) {
       ->capture_default_str();
 }
 
-void add_draft_flags(CLI::App* cmd, GenerationFlags& f) {
-  DraftOptions& d = f.draft;
+void add_draft_flags(CLI::App* cmd, GenerationFlags& f) { add_draft_flags(cmd, f.draft); }
+
+void add_draft_flags(CLI::App* cmd, DraftOptions& d) {
   cmd->add_option("--draft", d.model_path, "draft model (GGUF with the target's vocabulary) for speculative decoding");
   cmd->add_option("--draft-ngram", d.ngram, "speculative decoding without a draft model: propose what followed "
                   "the last N tokens earlier in the context (0: off)")->capture_default_str();

@@ -29,8 +29,11 @@ struct GenerationFlags {
 
 void add_model_flags(CLI::App* cmd, GenerationFlags& flags);
 void add_sampling_flags(CLI::App* cmd, GenerationFlags& flags);
-// Speculative decoding (engine/draft_setup.h).
+// Speculative decoding (engine/draft_setup.h): --draft, --draft-ngram, --draft-max,
+// --draft-min, --draft-fixed. The DraftOptions form serves `bench`, which has no
+// GenerationFlags.
 void add_draft_flags(CLI::App* cmd, GenerationFlags& flags);
+void add_draft_flags(CLI::App* cmd, DraftOptions& options);
 
 // Validates the parsed flags; throws Error(InvalidArgument).
 void finish_generation_flags(GenerationFlags& flags);

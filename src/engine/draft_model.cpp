@@ -45,6 +45,15 @@ std::span<const float> DraftModel::follow(std::span<const int32_t> context) {
   return logits;
 }
 
+void DraftModel::prepare(std::span<const int32_t> context) {
+  if (!context.empty()) follow(context);
+}
+
+void DraftModel::reset() {
+  ctx_.kv_clear(0);
+  held_.clear();
+}
+
 void DraftModel::propose(std::span<const int32_t> context, int max_tokens, int32_t id_limit, DraftProposal& out) {
   out.clear();
   if (max_tokens <= 0 || context.empty()) return;

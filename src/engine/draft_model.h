@@ -24,6 +24,8 @@ class DraftModel final : public DraftSource {
   DraftModel(Context& draft_ctx, const SamplerChain& target_sampler, std::vector<int32_t> banned = {});
 
   void propose(std::span<const int32_t> context, int max_tokens, int32_t id_limit, DraftProposal& out) override;
+  void prepare(std::span<const int32_t> context) override;
+  void reset() override;
   bool costly() const override { return true; }
   const char* name() const override { return "draft model"; }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "engine/draft_model.h"
 #include "engine/ngram_draft.h"
 #include "engine/vocab_compat.h"
@@ -21,21 +23,24 @@ void validate(const DraftOptions& o) {
 
 DraftRunner::DraftRunner(const DraftOptions& options, LoadedModel& target, SamplerChain& sampler, bool ignore_eos,
                          bool verbose)
-    : options_(options), n_ctx_(target.context->n_ctx()) {
+    : DraftRunner(options, *target.context, *target.tokenizer, *target.pool, sampler, ignore_eos, verbose) {}
+
+DraftRunner::DraftRunner(const DraftOptions& options, Context& target, const Tokenizer& tok, ThreadPool& pool,
+                         SamplerChain& sampler, bool ignore_eos, bool verbose)
+    : options_(options), n_ctx_(target.n_ctx()) {
   validate(options_);
-  const Tokenizer& tok = *target.tokenizer;
   std::vector<int32_t> eog;
   for (int32_t id = 0; id < tok.n_vocab(); ++id)
     if (tok.is_eog(id)) eog.push_back(id);
   if (!options_.model_path.empty()) {
     model_ = Model::load(options_.model_path, {.print_plan = verbose});
     require_compatible_vocab(tok.vocab(), Vocab::from_gguf(model_->gguf()));
-    ContextOptions ctx = target.context->options();
-    ctx.n_ctx = target.context->n_ctx();
+    ContextOptions ctx = target.options();
+    ctx.n_ctx = target.n_ctx();
     ctx.k_type = ctx.v_type = DType::F16;
     ctx.policy = ContextPolicy::Error;  // the decoder keeps drafts within the free context
     ctx.print_plan = verbose;
-    context_ = std::make_unique<Context>(*model_, ctx, *target.pool);
+    context_ = std::make_unique<Context>(*model_, ctx, pool);
     auto draft = std::make_unique<DraftModel>(*context_, sampler, ignore_eos ? eog : std::vector<int32_t>{});
     draft->set_eog(eog);
     source_ = std::move(draft);
@@ -43,7 +48,7 @@ DraftRunner::DraftRunner(const DraftOptions& options, LoadedModel& target, Sampl
     source_ = std::make_unique<NgramDraft>(options_.ngram);
   }
   decoder_ = std::make_unique<SpeculativeDecoder>(
-      *target.context, tok, sampler, *source_,
+      target, tok, sampler, *source_,
       DraftLengthOptions{.min = options_.min, .max = options_.max, .adaptive = !options_.fixed});
 }
 
@@ -54,6 +59,11 @@ GenerationResult DraftRunner::generate(std::span<const int32_t> prompt, const Ge
   SpeculativeResult r = decoder_->generate(prompt, options, on_text);
   stats_ = r.spec;
   return std::move(r.generation);
+}
+
+std::string DraftRunner::source_label() const {
+  if (options_.model_path.empty()) return fmt::format("n-gram {}", options_.ngram);
+  return fmt::format("draft model {}", std::filesystem::path(options_.model_path).filename().string());
 }
 
 namespace {

@@ -34,12 +34,20 @@ class DraftRunner final : public Generator {
   // the decoder. `ignore_eos` bans end-of-generation tokens in the draft as in the target.
   DraftRunner(const DraftOptions& options, LoadedModel& target, SamplerChain& sampler, bool ignore_eos,
               bool verbose);
+  // The same from the target's parts (a draft model's context takes the target's size and
+  // batch settings and shares `pool`).
+  DraftRunner(const DraftOptions& options, Context& target, const Tokenizer& tok, ThreadPool& pool,
+              SamplerChain& sampler, bool ignore_eos, bool verbose);
   ~DraftRunner() override;
 
   GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                             const TextSink& on_text) override;
   const std::vector<int32_t>& cached_tokens() const override { return decoder_->cached_tokens(); }
   void clear() override { decoder_->clear(); }
+  // As a freshly built runner: empty caches and a fresh cost model (benchmark repetitions).
+  void restart() { decoder_->restart(); }
+  // "draft model" or "n-gram", with the file or N: "draft model small.gguf", "n-gram 3".
+  std::string source_label() const;
   int n_ctx() const override { return n_ctx_; }
 
   const SpeculativeStats& last_stats() const { return stats_; }

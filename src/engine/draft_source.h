@@ -35,6 +35,12 @@ class DraftSource {
   // Stopping early (no match, an end-of-generation token) is fine: the decision may depend on
   // the draft's own draws, never on the target's.
   virtual void propose(std::span<const int32_t> context, int max_tokens, int32_t id_limit, DraftProposal& out) = 0;
+  // Reads the prompt (`context`: what the target holds after its prefill) before generation
+  // starts, so a draft model's prefill is prompt time, as the target's is, not a first-round
+  // catch-up charged to generation.
+  virtual void prepare(std::span<const int32_t> /*context*/) {}
+  // Forgets everything seen (benchmarks repeat runs from the same state).
+  virtual void reset() {}
   // True when a proposal costs real time (a model), so the decoder weighs it against the gain.
   virtual bool costly() const = 0;
   virtual const char* name() const = 0;

@@ -52,7 +52,12 @@ Candidates residual_distribution(const Candidates& p, std::span<const float> q_d
 
 SpeculativeDecoder::SpeculativeDecoder(Context& target, const Tokenizer& tok, SamplerChain& sampler,
                                        DraftSource& draft, const DraftLengthOptions& length)
-    : ctx_(target), tok_(tok), sampler_(sampler), draft_(draft), length_(with_source(length, draft)) {
+    : ctx_(target),
+      tok_(tok),
+      sampler_(sampler),
+      draft_(draft),
+      length_options_(with_source(length, draft)),
+      length_(length_options_) {
   n_vocab_ = static_cast<size_t>(ctx_.n_vocab());
 }
 
@@ -63,6 +68,12 @@ std::span<const float> SpeculativeDecoder::row(size_t i) const {
 void SpeculativeDecoder::clear() {
   ctx_.kv_clear(0);
   cached_.clear();
+}
+
+void SpeculativeDecoder::restart() {
+  clear();
+  draft_.reset();
+  length_ = DraftLength(length_options_);
 }
 
 void SpeculativeDecoder::follow_shift(GenerationStats& stats) { follow_context_shift(ctx_, cached_, stats); }
@@ -95,6 +106,7 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
   }
   stats.reused_tokens = static_cast<int>(common);
   const bool complete = prefill(prompt.subspan(common), stats);
+  if (complete && options.max_tokens != 0) draft_.prepare(cached_);
   stats.prompt_ms = ms_since(start);
   const auto generation_start = Clock::now();
   auto finish = [&](StopReason reason) {

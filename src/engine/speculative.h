@@ -78,6 +78,8 @@ class SpeculativeDecoder {
   // Empties the target's KV cache (a draft model's cache follows by itself: it keeps the
   // longest prefix it shares with the next context).
   void clear();
+  // As a new decoder: empty caches (the draft's too) and a fresh cost model.
+  void restart();
   const DraftLength& draft_length() const { return length_; }
 
  private:
@@ -89,6 +91,7 @@ class SpeculativeDecoder {
   const Tokenizer& tok_;
   SamplerChain& sampler_;
   DraftSource& draft_;
+  DraftLengthOptions length_options_;
   DraftLength length_;
   std::vector<int32_t> cached_;     // what the target's KV cache holds
   std::vector<float> logits_;       // rows of the last pass, banned tokens masked

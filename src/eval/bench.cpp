@@ -17,6 +17,7 @@ std::string BenchTest::name() const {
                   : n_gen > 0 && n_prompt == 0 ? fmt::format("tg{}", n_gen)
                                                : fmt::format("pp{}+tg{}", n_prompt, n_gen);
   if (n_depth > 0) s += fmt::format(" @ d{}", n_depth);
+  if (!variant.empty()) s += " " + variant;
   return s;
 }
 
@@ -91,6 +92,13 @@ void generate(Context& ctx, int n, TokenSource& src, bool add_bos, int32_t bos) 
 }
 
 }  // namespace
+
+std::vector<int32_t> random_prompt(int n, int n_vocab, bool add_bos, int32_t bos, uint32_t seed) {
+  TokenSource src(seed, n_vocab);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < n; ++i) tokens.push_back(i == 0 && add_bos ? bos : src.next());
+  return tokens;
+}
 
 BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos) {
   if (test.n_prompt < 0 || test.n_gen < 0 || test.n_depth < 0 || test.n_prompt + test.n_gen == 0) {

@@ -22,7 +22,8 @@ struct BenchTest {
   int n_prompt = 0;  // > 0: a pp test
   int n_gen = 0;     // > 0: a tg test
   int n_depth = 0;   // tokens in the cache before the timed part
-  std::string name() const;  // "pp512", "tg128", "tg128 @ d4096"
+  std::string variant;  // how the tokens are produced when not llama-bench's way ("greedy", eval/bench_speculative.h)
+  std::string name() const;  // "pp512", "tg128", "tg128 @ d4096", "tg128 @ d57 greedy"
 };
 
 struct BenchResult {
@@ -43,6 +44,9 @@ struct BenchOptions {
 };
 
 BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos);
+
+// n random token ids below n_vocab (BOS first when add_bos), the pp test's kind of prompt.
+std::vector<int32_t> random_prompt(int n, int n_vocab, bool add_bos, int32_t bos, uint32_t seed);
 
 // Bytes one decode step reads: every weight tensor except the token embedding (one row of
 // it is gathered; it is read whole only when it doubles as the output matrix), plus the K

@@ -8,6 +8,10 @@ namespace ember::eval {
 
 double BenchRow::ttft_ms() const { return result.test.n_prompt > 0 ? result.avg_ns() / 1e6 : 0; }
 double BenchRow::roofline_ts() const { return decode_bytes > 0 && mem_bw > 0 ? mem_bw / double(decode_bytes) : 0; }
+double BenchRow::speedup() const {
+  return speculative && speculative->plain_ts > 0 ? result.avg_ts() / speculative->plain_ts : 0;
+}
+
 double BenchRow::roofline_pct() const {
   const double roof = roofline_ts();
   return roof > 0 && result.test.n_gen > 0 && result.test.n_prompt == 0 ? 100.0 * result.avg_ts() / roof : 0;
@@ -92,6 +96,13 @@ std::string format_notes(const std::vector<BenchRow>& rows) {
     if (t.n_prompt > 0 && t.n_gen == 0) {
       fmt::format_to(it, "{}: TTFT {:.1f} ± {:.1f} ms (prefill of {} tokens to the first logits)\n", t.name(),
                      r.ttft_ms(), r.result.stddev_ns() / 1e6, t.n_prompt);
+    } else if (r.speculative) {
+      const BenchSpeculative& s = *r.speculative;
+      fmt::format_to(it,
+                     "{}: {:.2f}x the plain greedy run's {:.2f} t/s{}; drafted {}, accepted {} ({:.1f}%), "
+                     "{:.2f} tokens per target pass\n",
+                     t.name(), r.speedup(), s.plain_ts, s.same_text ? " (same text)" : " (TEXT DIFFERS)", s.drafted,
+                     s.accepted, 100.0 * s.acceptance(), s.tokens_per_pass());
     } else if (t.n_gen > 0 && t.n_prompt == 0 && r.decode_bytes > 0) {
       fmt::format_to(it, "{}: {:.1f} MiB read per decoded token", t.name(), double(r.decode_bytes) / (1 << 20));
       if (r.mem_bw > 0) {
@@ -123,8 +134,18 @@ std::string format_json(const BenchModelInfo& m, const std::vector<BenchRow>& ro
     fmt::format_to(it, "    \"samples_ns\": {},\n    \"samples_ts\": {},\n", json_numbers(r.result.samples_ns, true),
                    json_numbers(r.result.samples_ts(), false));
     fmt::format_to(it, "    \"ttft_ms\": {:.3f},\n    \"decode_bytes_per_token\": {},\n", r.ttft_ms(), r.decode_bytes);
-    fmt::format_to(it, "    \"mem_bw_gbs\": {:.3f},\n    \"roofline_ts\": {:.3f},\n    \"roofline_pct\": {:.2f}\n",
+    fmt::format_to(it, "    \"mem_bw_gbs\": {:.3f},\n    \"roofline_ts\": {:.3f},\n    \"roofline_pct\": {:.2f}",
                    r.mem_bw / 1e9, r.roofline_ts(), r.roofline_pct());
+    if (r.speculative) {
+      const BenchSpeculative& s = *r.speculative;
+      fmt::format_to(it,
+                     ",\n    \"speculative\": {{\"source\": {}, \"plain_ts\": {:.6f}, \"speedup\": {:.4f}, "
+                     "\"drafted\": {}, \"accepted\": {}, \"acceptance_rate\": {:.4f}, \"target_passes\": {}, "
+                     "\"tokens_per_pass\": {:.4f}, \"same_text\": {}}}",
+                     json::quote(s.source), s.plain_ts, r.speedup(), s.drafted, s.accepted, s.acceptance(),
+                     s.target_passes, s.tokens_per_pass(), s.same_text ? "true" : "false");
+    }
+    out += "\n";
     out += i + 1 < rows.size() ? "  },\n" : "  }\n";
   }
   return out + "]\n";
@@ -136,7 +157,7 @@ std::string format_csv(const BenchModelInfo& m, const std::vector<BenchRow>& row
   if (with_header) {
     out += "model_filename,model_type,model_size,model_n_params,backends,n_batch,n_ubatch,n_threads,type_k,type_v,"
            "n_prompt,n_gen,n_depth,test,avg_ns,stddev_ns,avg_ts,stddev_ts,ttft_ms,decode_bytes_per_token,mem_bw_gbs,"
-           "roofline_pct\n";
+           "roofline_pct,spec_source,spec_speedup,spec_acceptance_rate,spec_tokens_per_pass,spec_same_text\n";
   }
   auto quoted = [](const std::string& s) {
     std::string q = "\"";
@@ -145,11 +166,18 @@ std::string format_csv(const BenchModelInfo& m, const std::vector<BenchRow>& row
   };
   for (const BenchRow& r : rows) {
     const BenchTest& t = r.result.test;
-    fmt::format_to(it, "{},{},{},{},CPU,{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.3f},{},{:.3f},{:.2f}\n",
+    fmt::format_to(it, "{},{},{},{},CPU,{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.3f},{},{:.3f},{:.2f},",
                    quoted(m.filename), quoted(m.type), m.size, m.n_params, r.n_batch, r.n_ubatch, r.n_threads, r.type_k,
                    r.type_v, t.n_prompt, t.n_gen, t.n_depth, quoted(t.name()), uint64_t(r.result.avg_ns()),
                    uint64_t(r.result.stddev_ns()), r.result.avg_ts(), r.result.stddev_ts(), r.ttft_ms(), r.decode_bytes,
                    r.mem_bw / 1e9, r.roofline_pct());
+    if (r.speculative) {
+      const BenchSpeculative& s = *r.speculative;
+      fmt::format_to(it, "{},{:.4f},{:.4f},{:.4f},{}\n", quoted(s.source), r.speedup(), s.acceptance(),
+                     s.tokens_per_pass(), s.same_text ? 1 : 0);
+    } else {
+      out += ",,,,\n";
+    }
   }
   return out;
 }

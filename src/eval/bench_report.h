@@ -4,6 +4,7 @@
 // speed as a percentage of that roofline.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,18 @@ struct BenchModelInfo {
   uint64_t n_params = 0;
 };
 
+// A speculative decoding row (eval/bench_speculative.h), totals over its timed runs.
+struct BenchSpeculative {
+  std::string source;       // "n-gram 3", "draft model small.gguf"
+  double plain_ts = 0;      // mean t/s of the plain greedy row (same prompt, same n)
+  int drafted = 0, accepted = 0;
+  int target_passes = 0;    // target decode passes after the prompt
+  int generated = 0;
+  bool same_text = true;    // every run produced the plain run's tokens
+  double acceptance() const { return drafted ? double(accepted) / drafted : 0; }
+  double tokens_per_pass() const { return target_passes ? double(generated) / target_passes : 0; }
+};
+
 struct BenchRow {
   BenchResult result;
   int n_threads = 0;
@@ -26,6 +39,8 @@ struct BenchRow {
   std::string type_k, type_v;
   uint64_t decode_bytes = 0;  // tg tests: bytes read per decoded token (at the mean depth)
   double mem_bw = 0;          // bytes/s measured; 0 = not measured
+  std::optional<BenchSpeculative> speculative;  // set on a speculative decoding row
+  double speedup() const;     // speculative rows: mean t/s over the plain greedy row's; else 0
   double ttft_ms() const;     // pp tests: mean time to the first logits
   double roofline_ts() const; // mem_bw / decode_bytes
   double roofline_pct() const;
