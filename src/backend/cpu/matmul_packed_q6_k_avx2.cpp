@@ -1,0 +1,178 @@
+// Q6_K weights repacked in groups of 8 rows (built with AVX2 flags; see PackedKernel).
+//
+// A Q6_K element is x = d * sc_g * (u - 32) with a 6-bit code u, one int8 scale sc_g per
+// 16 elements (sub-block g) and one fp16 d per 256 (super-block). The file keeps u as a
+// low nibble (ql) and a 2-bit field (qh) in places that take about 17 operations to rejoin
+// per 16 elements x 8 rows; this layout rejoins them in 11.
+//
+// Layout of a group, per super-block b of the rows (1680 bytes, as 8 plain blocks):
+//   16 x 96 B  sub-block g (elements 16g .. 16g+15) as three 32-byte vectors X, Y, Z; in
+//              each, bytes 4r..4r+3 belong to row r = 0..7, byte i of a row holds
+//                X: u(16g+i)    | (u(16g+12+i) & 3) << 6
+//                Y: u(16g+4+i)  | (u(16g+12+i) >> 2 & 3) << 6
+//                Z: u(16g+8+i)  | (u(16g+12+i) >> 4) << 6
+//              so X, Y, Z & 0x3F are the codes of elements 0..3, 4..7, 8..11 of the
+//              sub-block, and their top bits put together (3 and, 3 shift, 2 or) those
+//              of elements 12..15: four vectors of "4 elements x 8 rows" from 3 loads.
+//    8 x 16 B  scale pairs: vector k holds int8 (sc_2k, sc_2k+1) of row r at bytes 2r, 2r+1
+//    8 x 2 B   the rows' d (fp16)
+//
+// Arithmetic (u in [0, 63], activations a in [-127, 127], Q8_K): maddubs of a code vector
+// by its 4 activations broadcast gives each row a lane pair of 2-product sums (<= 16002),
+// two of which still fit int16; madd by the sub-block's scale (duplicated in both lanes of
+// the row's pair) then gives one int32 per row. The bias is taken out once per super-block:
+// sum_g sc_g * 32 * bsum_g by madd of the scale pairs (times 32: |sc| <= 128 keeps 4096 in
+// int16) with the activation's bsum pairs. The super-block's exact integer dot
+// S_r = sum_g sc_g * sum (u - 32) a  (|S_r| < 2^29) then finishes in f32 lanes:
+//   y_r += (d_r * da) * S_r.
+// Each output is that same sequence of operations whatever the tile, so one token alone
+// gives bitwise the batch's result.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/matmul_packed_avx2.h"
+#include "backend/cpu/packed_tiles.h"
+
+namespace ember::cpu {
+
+namespace {
+
+constexpr int kRows = 8;
+constexpr int kSubBlocks = QK_K / 16;
+constexpr size_t kSubBytes = 3 * 32;                              // X, Y, Z
+constexpr size_t kScalesAt = kSubBlocks * kSubBytes;               // 1536
+constexpr size_t kDAt = kScalesAt + kRows * kSubBlocks;            // 1664
+constexpr size_t kSuperBytes = kDAt + kRows * sizeof(fp16_bits);   // 1680
+static_assert(kSuperBytes == kRows * sizeof(block_q6_K), "the group is as large as its rows");
+
+size_t group_bytes(int64_t k) { return static_cast<size_t>(k / QK_K) * kSuperBytes; }
+
+// The 256 codes u = q + 32 of one block, in element order (the layout of quantize_q6_K:
+// element 128h + 32k + l has its nibble in ql[64h + 32(k&1) + l] at shift 4(k>>1) and its
+// top bits in qh[32h + l] at shift 2k).
+void unpack_codes(const block_q6_K& blk, uint8_t u[QK_K]) {
+  for (int e = 0; e < QK_K; ++e) {
+    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    const int lo = (blk.ql[64 * h + 32 * (k & 1) + l] >> (4 * (k >> 1))) & 0x0F;
+    const int hi = (blk.qh[32 * h + l] >> (2 * k)) & 3;
+    u[e] = static_cast<uint8_t>(lo | (hi << 4));
+  }
+}
+
+void pack_group(const uint8_t* w, size_t w_stride, int n_rows, int64_t k, uint8_t* dst) {
+  std::memset(dst, 0, group_bytes(k));  // missing rows: d 0, scales 0, codes 0
+  for (int64_t b = 0; b < k / QK_K; ++b) {
+    uint8_t* out = dst + b * kSuperBytes;
+    for (int r = 0; r < n_rows; ++r) {
+      const block_q6_K& blk = reinterpret_cast<const block_q6_K*>(w + r * w_stride)[b];
+      uint8_t u[QK_K];
+      unpack_codes(blk, u);
+      for (int g = 0; g < kSubBlocks; ++g) {
+        uint8_t* sub = out + g * kSubBytes + 4 * r;
+        const uint8_t* e = u + 16 * g;
+        for (int i = 0; i < 4; ++i) {
+          sub[i] = static_cast<uint8_t>(e[i] | (e[12 + i] & 3) << 6);
+          sub[32 + i] = static_cast<uint8_t>(e[4 + i] | (e[12 + i] >> 2 & 3) << 6);
+          sub[64 + i] = static_cast<uint8_t>(e[8 + i] | (e[12 + i] >> 4) << 6);
+        }
+        out[kScalesAt + 16 * (g / 2) + 2 * r + g % 2] = static_cast<uint8_t>(blk.scales[g]);
+      }
+      std::memcpy(out + kDAt + 2 * r, &blk.d, 2);
+    }
+  }
+}
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+inline __m256i loadu(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// The four code vectors of one sub-block (elements 0..3, 4..7, 8..11, 12..15 of 8 rows).
+struct SubCodes {
+  __m256i q[4];
+  explicit SubCodes(const uint8_t* sub) {
+    const __m256i low6 = _mm256_set1_epi8(0x3F), top2 = _mm256_set1_epi8(static_cast<char>(0xC0));
+    const __m256i x = loadu(sub), y = loadu(sub + 32), z = loadu(sub + 64);
+    q[0] = _mm256_and_si256(x, low6);
+    q[1] = _mm256_and_si256(y, low6);
+    q[2] = _mm256_and_si256(z, low6);
+    // The top bits are masked before each 16-bit shift, so nothing crosses into a byte
+    // from its neighbour: X's field ends in bits 0-1, Y's in 2-3, Z's in 4-5.
+    __m256i t = _mm256_srli_epi16(_mm256_and_si256(x, top2), 2);
+    t = _mm256_srli_epi16(_mm256_or_si256(t, _mm256_and_si256(y, top2)), 2);
+    q[3] = _mm256_srli_epi16(_mm256_or_si256(t, _mm256_and_si256(z, top2)), 2);
+  }
+};
+
+// pshufb controls giving, from the scale pairs (sc_2k, sc_2k+1) of each row as int16, a
+// vector with sc_2k (kDup[0]) or sc_2k+1 (kDup[1]) in both int16 lanes of the row.
+alignas(32) constexpr uint8_t kDup[2][32] = {
+    {0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13},
+    {2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15}};
+
+// Rows of group g (n_rows of them stored) for tokens c .. c+RN-1.
+template <int RN>
+void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
+  const uint8_t* group = p.w + g * p.w_stride;
+  const block_q8_K* a[RN];
+  for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8_K*>(p.a + (c + j) * p.a_stride);
+  __m256 acc[RN];
+  for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < p.k / QK_K; ++b) {
+    const uint8_t* sb = group + b * kSuperBytes;
+    __m256i isum[RN];
+    for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
+    for (int k = 0; k < kSubBlocks / 2; ++k) {
+      const __m256i pairs =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kScalesAt + 16 * k)));
+      // the bias: 32 * (sc_2k * bsum_2k + sc_2k+1 * bsum_2k+1) per row
+      const __m256i pairs32 = _mm256_slli_epi16(pairs, 5);
+      for (int j = 0; j < RN; ++j)
+        isum[j] = _mm256_sub_epi32(
+            isum[j], _mm256_madd_epi16(pairs32, _mm256_set1_epi32(load_i32(a[j][b].bsums + 2 * k))));
+      for (int h = 0; h < 2; ++h) {
+        const int sub = 2 * k + h;
+        const __m256i sc = _mm256_shuffle_epi8(pairs, loadu(kDup[h]));
+        const SubCodes u(sb + sub * kSubBytes);
+        for (int j = 0; j < RN; ++j) {
+          const int8_t* av = a[j][b].qs + 16 * sub;
+          const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(u.q[0], _mm256_set1_epi32(load_i32(av))),
+                                               _mm256_maddubs_epi16(u.q[1], _mm256_set1_epi32(load_i32(av + 4))));
+          const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(u.q[2], _mm256_set1_epi32(load_i32(av + 8))),
+                                               _mm256_maddubs_epi16(u.q[3], _mm256_set1_epi32(load_i32(av + 12))));
+          isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)));
+        }
+      }
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kDAt)));
+    for (int j = 0; j < RN; ++j)
+      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+  }
+  for (int j = 0; j < RN; ++j) {
+    float* y = p.y + (c + j) * p.y_stride + g * kRows;
+    if (n_rows == kRows) {
+      _mm256_storeu_ps(y, acc[j]);
+    } else {
+      alignas(32) float out[kRows];
+      _mm256_store_ps(out, acc[j]);
+      for (int i = 0; i < n_rows; ++i) y[i] = out[i];
+    }
+  }
+}
+
+void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  constexpr int RN = 4;
+  for_each_packed_tile<RN>(
+      kRows, r0, r1, c0, c1, [&](int64_t g, int n, int64_t c) { micro<RN>(p, g, n, c); },
+      [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); });
+}
+
+}  // namespace
+
+const PackedKernel kPackedQ6_Kx8Avx2{kRows, group_bytes, pack_group, ActFormat::Q8K, tile};
+
+}  // namespace ember::cpu
