@@ -18,6 +18,7 @@ LoadedModel load_model(const ModelSetup& setup) {
     LoadOptions options;
     options.n_threads = setup.n_threads;
     options.print_plan = setup.verbose;
+    options.repack = setup.repack;
     if (bar.enabled()) options.progress = [&bar](float fraction) { bar.update(fraction); };
     m.model = Model::load(setup.path, options);
   }

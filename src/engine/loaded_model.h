@@ -15,6 +15,7 @@ struct ModelSetup {
   int n_threads = 0;  // 0: ThreadPool::default_threads()
   ContextOptions context;
   bool verbose = true;  // the loader's memory-plan lines on stderr
+  bool repack = true;   // LoadOptions::repack (--no-repack turns it off)
 };
 
 struct LoadedModel {
