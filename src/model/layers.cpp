@@ -39,7 +39,9 @@ FfnWeights bind_ffn(TensorBinder& b, const Hparams& hp, int il) {
 
 MatView bind_output(TensorBinder& b, const Hparams& hp, const MatView& tok_embd) {
   MatView out = b.matmul_matrix_optional("output.weight", hp.n_embd, hp.n_vocab);
-  return out.data ? out : tok_embd;
+  // Tied head: a repacked copy costs little real memory, as get_rows only ever faults in
+  // the embedding rows it looks up.
+  return out.data ? out : b.for_matmul(tok_embd);
 }
 
 RopeParams rope_params(const Hparams& hp, int il) {

@@ -53,7 +53,7 @@ MatView TensorBinder::matrix(const std::string& name, int64_t cols, int64_t rows
   return MatView{t->type, cols, rows, dtype_row_bytes(t->type, cols), t->data};
 }
 
-MatView TensorBinder::repacked(const MatView& w) {
+MatView TensorBinder::for_matmul(const MatView& w) {
   if (!packed_) return w;
   std::optional<PackedWeight> p = ops::pack_weight(w);
   if (!p) return w;
@@ -62,12 +62,12 @@ MatView TensorBinder::repacked(const MatView& w) {
 }
 
 MatView TensorBinder::matmul_matrix(const std::string& name, int64_t cols, int64_t rows) {
-  return repacked(matrix(name, cols, rows));
+  return for_matmul(matrix(name, cols, rows));
 }
 
 MatView TensorBinder::matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows) {
   const MatView w = matrix_optional(name, cols, rows);
-  return w.data ? repacked(w) : w;
+  return w.data ? for_matmul(w) : w;
 }
 
 const float* TensorBinder::vector_optional(const std::string& name, int64_t n) {

@@ -28,6 +28,9 @@ class TensorBinder {
   // A matrix that only matmul reads (not get_rows): may come back repacked (see above).
   MatView matmul_matrix(const std::string& name, int64_t cols, int64_t rows);
   MatView matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows);
+  // A bound matrix as matmul should read it: the repacked copy when there is one (e.g. an
+  // output head tied to token_embd, whose rows get_rows keeps reading in the file).
+  MatView for_matmul(const MatView& w);
   // A 1-D f32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_optional(const std::string& name, int64_t n);
@@ -36,7 +39,6 @@ class TensorBinder {
 
  private:
   const gguf::TensorInfo* lookup(const std::string& name, bool required);
-  MatView repacked(const MatView& w);
   const gguf::File& file_;
   std::vector<PackedWeight>* packed_;
   int n_bound_ = 0;
