@@ -21,9 +21,9 @@
 // Every token is computed with the same operations whatever the tile width, so one token
 // alone gives bitwise the same outputs as in a batch.
 //
-// The group is exactly the 8 rows' bytes: pre-decoding the 6-bit scales at pack time would
-// add 32 bytes per 1152 (2.8% more to read per token) to save ~10 integer ops per
-// super-block and group; measured slower in decode (see the report in the commit log).
+// The group is exactly the 8 rows' bytes. Pre-decoding the 6-bit scales at pack time would
+// add 32 bytes per 1152 (2.8% more to read per token, and decode is memory-bound) to save
+// about 14 of the ~250 vector ops per super-block and group of a one-token pass.
 #include <immintrin.h>
 
 #include <cstring>
@@ -129,18 +129,27 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
     const RowScales scales(sb + kScaleOff);
     __m256i isum[RN];
     for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
-    for (int sub = 0; sub < QK_K / 32; ++sub) {
-      const uint8_t* codes = sb + kCodeOff + 256 * (sub / 2);
-      __m256i s[RN];
-      for (int j = 0; j < RN; ++j) s[j] = _mm256_setzero_si256();
+    // A pair of sub-blocks shares its code bytes: each load feeds both (low and high nibbles).
+    for (int pair = 0; pair < 4; ++pair) {
+      const uint8_t* codes = sb + kCodeOff + 256 * pair;
+      __m256i lo[RN], hi[RN];
+      for (int j = 0; j < RN; ++j) lo[j] = hi[j] = _mm256_setzero_si256();
+      // Saturating adds, though the sums never saturate (see the bound above): GCC
+      // reassociates plain vector adds into a tree that keeps every maddubs result alive
+      // (spilling them to the stack: ~15% slower), but leaves these in order.
+#pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {
         const __m256i raw = load256(codes + 32 * q);
-        const __m256i u = _mm256_and_si256(sub % 2 ? _mm256_srli_epi16(raw, 4) : raw, nibble);
-        for (int j = 0; j < RN; ++j)
-          s[j] = _mm256_add_epi16(s[j], _mm256_maddubs_epi16(u, _mm256_set1_epi32(load_i32(a[j][b].qs + 32 * sub + 4 * q))));
+        const __m256i ulo = _mm256_and_si256(raw, nibble), uhi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+        for (int j = 0; j < RN; ++j) {
+          const int8_t* act = a[j][b].qs + 64 * pair + 4 * q;
+          lo[j] = _mm256_adds_epi16(lo[j], _mm256_maddubs_epi16(ulo, _mm256_set1_epi32(load_i32(act))));
+          hi[j] = _mm256_adds_epi16(hi[j], _mm256_maddubs_epi16(uhi, _mm256_set1_epi32(load_i32(act + 32))));
+        }
       }
-      const __m256i sc = scales.scale(sub);
-      for (int j = 0; j < RN; ++j) isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(s[j], sc));
+      const __m256i sc_lo = scales.scale(2 * pair), sc_hi = scales.scale(2 * pair + 1);
+      for (int j = 0; j < RN; ++j)
+        isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(lo[j], sc_lo), _mm256_madd_epi16(hi[j], sc_hi)));
     }
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kHalfOff)));
     const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kMinHalfOff)));
@@ -165,7 +174,7 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
 }
 
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  constexpr int RN = 4;
+  constexpr int RN = 4;  // 2..6 measured alike (noisy); 4 divides kTokenBlock
   for_each_packed_tile<RN>(
       kRows, r0, r1, c0, c1, [&](int64_t g, int n, int64_t c) { micro<RN>(p, g, n, c); },
       [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); });
