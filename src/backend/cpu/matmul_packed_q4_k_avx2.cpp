@@ -1,187 +1,43 @@
-// Q4_K weights repacked in groups of 8 rows (built with AVX2 flags; see PackedKernel).
+// Q4_K weights repacked in groups of 8 rows (built with AVX2 flags; see PackedKernel and
+// packed_q45_k_avx2.h for the group header, the arithmetic and the shared kernel).
 //
-// Layout of a group, per 256-element super-block b of the rows (1152 bytes, as 8 plain blocks):
-//     0  8 x fp16  the rows' d
-//    16  8 x fp16  the rows' dmin
-//    32  3 x 32 B  the rows' 12 packed 6-bit scale/min bytes as three 4-byte words:
-//                  word w of row r at 32 + 32w + 4r (decoded in-kernel, 8 rows at once)
-//   128  32 x 32 B codes: load 8j+q (j = 0..3 a pair of sub-blocks, q = 0..7) holds, for
-//                  row r = 0..7, bytes 32j+4q .. 32j+4q+3 of that row's qs: low nibbles are
-//                  elements 64j+4q..+3 (sub-block 2j), high nibbles 64j+32+4q..+3 (2j+1).
-// So one 32-byte load and a mask (or a shift and a mask) give the same four elements of all 8
-// rows, which maddubs multiplies by those four activations broadcast (codes u in [0, 15],
-// Q8_K activations in [-127, 127]): int16 lane pairs, one pair per row, summed over the
-// sub-block's 8 loads stay within 8 * 2 * 15 * 127 = 30480. One madd with the sub-block's
-// scale of each row (an int16 in both halves of the row's dword) then gives each row's
-// scaled dot in int32; the 8 sub-blocks add up in int32 (at most 8 * 63 * 30480 < 2^31).
-// The mins term sum_g m_g * (bsum_2g + bsum_2g+1) is 4 more madds per token, of each row's
-// (m_g, m_g+1) pairs with the token's broadcast bsum pair sums. The 8 rows finish in one f32
-// lane each, so nothing is reduced across lanes:
-//   y_r += d_r * da * S_r - dmin_r * da * M_r
-// Every token is computed with the same operations whatever the tile width, so one token
-// alone gives bitwise the same outputs as in a batch.
-//
-// The group is exactly the 8 rows' bytes. Pre-decoding the 6-bit scales at pack time would
-// add 32 bytes per 1152 (2.8% more to read per token, and decode is memory-bound) to save
-// about 14 of the ~250 vector ops per super-block and group of a one-token pass.
+// Codes of a super-block and group (1024 bytes after the 128-byte header):
+//   32 x 32 B  load 8j+q (j = 0..3 a pair of sub-blocks, q = 0..7) holds, for row r = 0..7,
+//              bytes 32j+4q .. 32j+4q+3 of that row's qs: low nibbles are elements
+//              64j+4q..+3 (sub-block 2j), high nibbles 64j+32+4q..+3 (sub-block 2j+1).
+// So one load, a mask and a shift give four elements of two sub-blocks of all 8 rows. Codes
+// are in [0, 15]: all 8 loads of a sub-block sum in int16 (8 * 2 * 15 * 127 = 30480).
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "backend/cpu/matmul_packed_avx2.h"
-#include "backend/cpu/packed_tiles.h"
+#include "backend/cpu/packed_q45_k_avx2.h"
 
 namespace ember::cpu {
 
 namespace {
 
-constexpr int kRows = 8;
-constexpr size_t kSuperBytes = kRows * sizeof(block_q4_K);  // 1152
-constexpr size_t kHalfOff = 0, kMinHalfOff = 16, kScaleOff = 32, kCodeOff = 128;
-static_assert(kCodeOff + 32 * 32 == kSuperBytes, "q4_K group layout");
+struct Q4KCodes {
+  using Block = block_q4_K;
+  static constexpr size_t kBytes = 32 * 32;
+  static constexpr int kLoadsPerSum = 8;
 
-size_t group_bytes(int64_t k) { return static_cast<size_t>(k / QK_K) * kSuperBytes; }
-
-void pack_group(const uint8_t* w, size_t w_stride, int n_rows, int64_t k, uint8_t* dst) {
-  std::memset(dst, 0, group_bytes(k));  // missing rows: d = dmin = 0, scales and codes 0
-  for (int64_t b = 0; b < k / QK_K; ++b) {
-    uint8_t* out = dst + b * kSuperBytes;
-    for (int r = 0; r < n_rows; ++r) {
-      const block_q4_K& blk = reinterpret_cast<const block_q4_K*>(w + r * w_stride)[b];
-      std::memcpy(out + kHalfOff + 2 * r, &blk.d, 2);
-      std::memcpy(out + kMinHalfOff + 2 * r, &blk.dmin, 2);
-      for (int word = 0; word < 3; ++word) std::memcpy(out + kScaleOff + 32 * word + 4 * r, blk.scales + 4 * word, 4);
-      for (int load = 0; load < 32; ++load)
-        std::memcpy(out + kCodeOff + 32 * load + 4 * r, blk.qs + 4 * load, 4);  // qs offset 32j + 4q = 4 * load
-    }
+  static void pack(const Block& blk, int r, uint8_t* codes) {
+    for (int load = 0; load < 32; ++load)  // qs offset 32j + 4q = 4 * load
+      std::memcpy(codes + 32 * load + 4 * r, blk.qs + 4 * load, 4);
   }
-}
 
-// pshufb controls (constant tables, not vector statics: nothing AVX2 may run before the CPU
-// check). Both act on registers whose dword r holds four bytes of row r (rows 0-3 in the low
-// 128-bit lane, 4-7 in the high one), and make dword r two int16:
-// scale[s]: (byte s, byte s): the row's scale of sub-block s of those four, twice.
-// min_pair[t]: (byte 2t, byte 2t+1): the row's mins of sub-blocks 2t and 2t+1.
-struct Shuffles {
-  alignas(32) uint8_t scale[4][32];
-  alignas(32) uint8_t min_pair[2][32];
+  static void unpack(const uint8_t* codes, int pair, int q, __m256i& lo, __m256i& hi) {
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    const __m256i raw = q45::load256(codes + 256 * pair + 32 * q);
+    lo = _mm256_and_si256(raw, nibble);
+    hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+  }
 };
-constexpr Shuffles make_shuffles() {
-  Shuffles t{};
-  for (int i = 0; i < 32; ++i) {
-    const int dword = (i / 4) % 4, pos = i % 4;  // in-lane dword and byte within it
-    for (int s = 0; s < 4; ++s) t.scale[s][i] = pos % 2 ? 0x80 : static_cast<uint8_t>(4 * dword + s);
-    for (int p = 0; p < 2; ++p) t.min_pair[p][i] = pos % 2 ? 0x80 : static_cast<uint8_t>(4 * dword + 2 * p + pos / 2);
-  }
-  return t;
-}
-constexpr Shuffles kShuf = make_shuffles();
-
-inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
-// The 8 rows' 6-bit scales and mins of one super-block, as in get_scale_min_k4 but for all
-// rows at once: dword r of sc03 holds row r's scales 0-3 as bytes, sc47 scales 4-7, and
-// likewise m03/m47 the mins. Words a, b, c are the rows' scale bytes 0-3, 4-7, 8-11.
-struct RowScales {
-  __m256i sc03, sc47, m03, m47;
-  explicit RowScales(const uint8_t* words) {
-    const __m256i a = load256(words), b = load256(words + 32), c = load256(words + 64);
-    const __m256i low6 = _mm256_set1_epi8(0x3f), low4 = _mm256_set1_epi8(0x0f), top2 = _mm256_set1_epi8(0x30);
-    sc03 = _mm256_and_si256(a, low6);
-    m03 = _mm256_and_si256(b, low6);
-    sc47 = _mm256_or_si256(_mm256_and_si256(c, low4), _mm256_and_si256(_mm256_srli_epi32(a, 2), top2));
-    m47 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(c, 4), low4), _mm256_and_si256(_mm256_srli_epi32(b, 2), top2));
-  }
-  // Sub-block g's scale of row r in both int16 halves of dword r (madd's second operand).
-  __m256i scale(int g) const { return _mm256_shuffle_epi8(g < 4 ? sc03 : sc47, load256(kShuf.scale[g % 4])); }
-  // (m_2t, m_2t+1) of row r as the int16 pair of dword r.
-  __m256i min_pair(int t) const { return _mm256_shuffle_epi8(t < 2 ? m03 : m47, load256(kShuf.min_pair[t % 2])); }
-};
-
-inline int32_t load_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-// sum_g m_{r,g} * (bsum_2g + bsum_2g+1) of one token, in dword r; mins[t] from min_pair(t).
-inline __m256i mins_dot(const __m256i mins[4], const int16_t* bsums) {
-  const __m128i pairs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums)),
-                                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(bsums + 8)));
-  const __m256i b = _mm256_broadcastsi128_si256(pairs);  // int16 lane g: bsum_2g + bsum_2g+1
-  __m256i m = _mm256_madd_epi16(mins[0], _mm256_shuffle_epi32(b, 0x00));
-  m = _mm256_add_epi32(m, _mm256_madd_epi16(mins[1], _mm256_shuffle_epi32(b, 0x55)));
-  m = _mm256_add_epi32(m, _mm256_madd_epi16(mins[2], _mm256_shuffle_epi32(b, 0xAA)));
-  return _mm256_add_epi32(m, _mm256_madd_epi16(mins[3], _mm256_shuffle_epi32(b, 0xFF)));
-}
-
-// Rows of group g (n_rows of them stored) for tokens c .. c+RN-1.
-template <int RN>
-void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
-  const uint8_t* group = p.w + g * p.w_stride;
-  const block_q8_K* a[RN];
-  for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8_K*>(p.a + (c + j) * p.a_stride);
-  __m256 acc[RN];
-  for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  for (int64_t b = 0; b < p.k / QK_K; ++b) {
-    const uint8_t* sb = group + b * kSuperBytes;
-    const RowScales scales(sb + kScaleOff);
-    __m256i isum[RN];
-    for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
-    // A pair of sub-blocks shares its code bytes: each load feeds both (low and high nibbles).
-    for (int pair = 0; pair < 4; ++pair) {
-      const uint8_t* codes = sb + kCodeOff + 256 * pair;
-      __m256i lo[RN], hi[RN];
-      for (int j = 0; j < RN; ++j) lo[j] = hi[j] = _mm256_setzero_si256();
-      // Saturating adds, though the sums never saturate (see the bound above): GCC
-      // reassociates plain vector adds into a tree that keeps every maddubs result alive
-      // (spilling them to the stack: ~15% slower), but leaves these in order.
-#pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q) {
-        const __m256i raw = load256(codes + 32 * q);
-        const __m256i ulo = _mm256_and_si256(raw, nibble), uhi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-        for (int j = 0; j < RN; ++j) {
-          const int8_t* act = a[j][b].qs + 64 * pair + 4 * q;
-          lo[j] = _mm256_adds_epi16(lo[j], _mm256_maddubs_epi16(ulo, _mm256_set1_epi32(load_i32(act))));
-          hi[j] = _mm256_adds_epi16(hi[j], _mm256_maddubs_epi16(uhi, _mm256_set1_epi32(load_i32(act + 32))));
-        }
-      }
-      const __m256i sc_lo = scales.scale(2 * pair), sc_hi = scales.scale(2 * pair + 1);
-      for (int j = 0; j < RN; ++j)
-        isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(lo[j], sc_lo), _mm256_madd_epi16(hi[j], sc_hi)));
-    }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kHalfOff)));
-    const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kMinHalfOff)));
-    const __m256i mins[4] = {scales.min_pair(0), scales.min_pair(1), scales.min_pair(2), scales.min_pair(3)};
-    for (int j = 0; j < RN; ++j) {
-      const __m256 da = _mm256_set1_ps(a[j][b].d);
-      const __m256 m = _mm256_cvtepi32_ps(mins_dot(mins, a[j][b].bsums));
-      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-      acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), m, acc[j]);
-    }
-  }
-  for (int j = 0; j < RN; ++j) {
-    float* y = p.y + (c + j) * p.y_stride + g * kRows;
-    if (n_rows == kRows) {
-      _mm256_storeu_ps(y, acc[j]);
-    } else {
-      alignas(32) float out[kRows];
-      _mm256_store_ps(out, acc[j]);
-      for (int i = 0; i < n_rows; ++i) y[i] = out[i];
-    }
-  }
-}
-
-void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  constexpr int RN = 4;  // 2..6 measured alike (noisy); 4 divides kTokenBlock
-  for_each_packed_tile<RN>(
-      kRows, r0, r1, c0, c1, [&](int64_t g, int n, int64_t c) { micro<RN>(p, g, n, c); },
-      [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); });
-}
 
 }  // namespace
 
-const PackedKernel kPackedQ4_Kx8Avx2{kRows, group_bytes, pack_group, ActFormat::Q8K, tile};
+const PackedKernel kPackedQ4_Kx8Avx2 = q45::Kernel<Q4KCodes>::packed();
 
 }  // namespace ember::cpu
