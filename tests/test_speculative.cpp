@@ -98,6 +98,7 @@ TEST_CASE("speculative: greedy output is identical to plain decoding") {
       {"noise draft", m.target.get(), m.noise.get(), 1.0f, false, 0.0, 0.3},
       {"synth target, aidreams draft", m.noise.get(), m.target.get(), 1.0f, false, 0.0, 0.3},
       {"n-gram", m.target.get(), nullptr, 1.0f, false, 0.0, 1.0},
+      {"n-gram, adaptive (shadow proposals while off)", m.target.get(), nullptr, 1.0f, true, 0.0, 1.0},
       {"n-gram, synth target", m.noise.get(), nullptr, 1.0f, false, 0.0, 1.0},
   };
   for (const Case& c : cases) {

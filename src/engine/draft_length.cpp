@@ -84,6 +84,10 @@ void DraftLength::record_pass(int n, double ms) {
     warm_ = true;
     return;
   }
+  // A pass over n tokens never honestly costs more than n plain steps: a longer one was
+  // preempted, and one such sample of a size that is then rarely used (drafting switched off
+  // because of it) would otherwise stay in its estimate.
+  if (n > 1 && have_a_) ms = std::min(ms, n * a_);
   if (static_cast<size_t>(n) < t_.size()) {
     double& t = t_[static_cast<size_t>(n)];
     t = ewma(t, ms, t > 0);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "engine/cached_tokens.h"
@@ -20,6 +22,16 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 
 // attention.cpp's query tile: kQueryRows (32) rows of tokens x query heads per KV head.
 constexpr int kAttentionQueryRows = 32;
+
+// EMBER_SPEC_TRACE=1: one stderr line per round (what was drafted, accepted, what it cost and
+// the controller's estimates), for studying the cost model on a given machine and model.
+bool trace_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("EMBER_SPEC_TRACE");
+    return v && *v && *v != '0';
+  }();
+  return on;
+}
 }  // namespace
 
 DraftLengthOptions with_source(DraftLengthOptions options, const DraftSource& source) {
@@ -164,6 +176,15 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
   std::vector<float> q_dense(n_vocab_, 0.0f);
   DraftProposal proposal;
   Batch batch;
+  // A free source (n-gram lookup) keeps proposing while the controller has drafting off: the
+  // "shadow" proposal is compared with the tokens the target then emits, which is what
+  // verification would have decided (greedy: exactly; sampling: with the same probability
+  // p(x) for a deterministic draft). The acceptance estimate thus stays current at no cost,
+  // and drafting switches back on as soon as the output starts copying.
+  const bool shadow_checks = !draft_.costly() && length_options_.adaptive;
+  const int shadow_max = std::min(length_options_.max, verify_cap - 1);
+  DraftProposal shadow;
+  size_t shadow_pos = 0;
 
   int32_t pending = sampler_.sample(row(0));
   std::optional<StopReason> stop = take(pending, cached_.size());
@@ -177,15 +198,24 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
     k = std::max(k, 0);
 
     proposal.clear();
+    double last_draft_ms = 0;
     if (k > 0) {
+      shadow.clear();
       context.assign(cached_.begin(), cached_.end());
       context.push_back(pending);
       const auto t0 = Clock::now();
       draft_.propose(context, k, id_limit, proposal);
       const double ms = ms_since(t0);
+      last_draft_ms = ms;
       spec.draft_ms += ms;
       // A long catch-up (the first round after drafting was off) is not what drafting costs.
       if (proposal.caught_up <= k + 2) length_.record_draft(static_cast<int>(proposal.tokens.size()), ms);
+    }
+    if (k == 0 && shadow_checks && shadow.tokens.empty() && shadow_max > 0) {
+      context.assign(cached_.begin(), cached_.end());
+      context.push_back(pending);
+      draft_.propose(context, shadow_max, id_limit, shadow);
+      shadow_pos = 0;
     }
     const size_t n_draft = proposal.tokens.size();
 
@@ -245,12 +275,24 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
     }
     spec.accepted += static_cast<int>(accepted);
     length_.record_verdict(static_cast<int>(n_draft), static_cast<int>(accepted));
+    if (trace_enabled())
+      std::fprintf(stderr, "spec: k %d drafted %zu accepted %zu pass(%zu) %.2f ms draft %.2f ms | plain %.2f ms alpha %.2f%s\n",
+                   k, n_draft, accepted, n_draft + 1, pass_ms, last_draft_ms, length_.plain_ms(), length_.acceptance(),
+                   length_.off() ? " off" : "");
     if (stop) break;
     if (accepted < n_draft) {
       ctx_.kv_rollback(0, static_cast<int>(n_draft - accepted));
       cached_.resize(base + 1 + accepted);
     } else {
       next = sampler_.draw(sampler_.apply(row(n_draft)));  // bonus token from p_k
+    }
+    if (n_draft == 0 && !shadow.tokens.empty()) {  // a plain step: check the shadow proposal
+      const bool match = shadow.tokens[shadow_pos] == *next;
+      if (match) ++shadow_pos;
+      if (!match || shadow_pos == shadow.tokens.size()) {
+        length_.record_verdict(static_cast<int>(shadow.tokens.size()), static_cast<int>(shadow_pos));
+        shadow.clear();
+      }
     }
     sampler_.accept(*next);
     pending = *next;
