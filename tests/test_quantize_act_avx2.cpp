@@ -1,4 +1,4 @@
-// The AVX2 activation quantizer against the scalar one (quantize_act_row): the bytes must be
+// The AVX2 activation quantizer against the scalar one (quantize_act_row_scalar): the bytes must be
 // identical, including the rounding of exact ties (half to even for Q8S, away from zero for
 // Q8K), the sign of the Q8K scale (first element of largest magnitude) and all-zero blocks.
 #include <doctest/doctest.h>
@@ -21,7 +21,7 @@ void expect_same_bytes(ActFormat f, const std::vector<float>& x, const std::stri
   const int64_t k = static_cast<int64_t>(x.size());
   const size_t bytes = cpu::act_row_bytes(f, k);
   std::vector<uint8_t> want(bytes + 16, 0xA5), got(bytes + 16, 0xA5);  // + a sentinel tail
-  cpu::quantize_act_row(f, x.data(), want.data(), k);
+  cpu::quantize_act_row_scalar(f, x.data(), want.data(), k);
   cpu::quantize_act_row_avx2(f, x.data(), got.data(), k);
   INFO(what);
   CHECK(std::memcmp(want.data(), got.data(), want.size()) == 0);

@@ -26,8 +26,10 @@ static_assert(sizeof(block_q8s) == 40, "q8s block size");
 
 // Bytes of one prepared activation row of k elements.
 size_t act_row_bytes(ActFormat f, int64_t k);
-// Quantizes one f32 row of k elements into the activation format (not for F32).
+// Quantizes one f32 row of k elements into the activation format (not for F32), with the
+// fastest code the CPU runs; _scalar is the plain loop (the bytes are the same).
 void quantize_act_row(ActFormat f, const float* x, void* dst, int64_t k);
+void quantize_act_row_scalar(ActFormat f, const float* x, void* dst, int64_t k);
 
 // One matmul's operands as the kernels see them.
 struct MatmulArgs {
