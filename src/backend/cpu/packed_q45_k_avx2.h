@@ -106,7 +106,8 @@ inline __m256i mins_dot(const __m256i mins[4], const int16_t* bsums) {
 //   using Block = block_q4_K / block_q5_K;
 //   static constexpr size_t kBytes;       // code bytes per super-block and group
 //   static constexpr int kLoadsPerSum;    // loads whose maddubs sums fit int16 (divides 8)
-//   static void pack(const Block& blk, int r, uint8_t* codes);  // row r's codes of one block
+//   static void pack(const Block& blk, int r, uint8_t* codes);  // row r's codes of one block,
+//                                                               // into zeroed bytes
 //   // The codes of load q (0..7: elements 4q..4q+3) of sub-blocks 2*pair and 2*pair+1.
 //   static void unpack(const uint8_t* codes, int pair, int q, __m256i& lo, __m256i& hi);
 template <class Codes>
