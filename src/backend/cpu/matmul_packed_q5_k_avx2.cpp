@@ -32,7 +32,7 @@ struct Q5KCodes {
   static void pack(const Block& blk, int r, uint8_t* codes) {
     for (int load = 0; load < 32; ++load)  // qs offset 32j + 4q = 4 * load
       std::memcpy(codes + 32 * load + 4 * r, blk.qs + 4 * load, 4);
-    uint8_t* high = codes + kLowBytes;  // zeroed by pack_group: rows or their bits in
+    uint8_t* high = codes + kLowBytes;  // zeroed by pack_group; each row ORs its bits in
     for (int pair = 0; pair < 4; ++pair)
       for (int q = 0; q < 8; ++q)
         for (int k = 0; k < 4; ++k) {
