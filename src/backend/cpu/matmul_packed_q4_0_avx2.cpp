@@ -68,10 +68,12 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
     }
     for (int j = 0; j < RN; ++j) {
       const block_q8s& ab = a[j][b];
+      // Saturating adds never saturate here (bound above) but keep GCC from reassociating
+      // the sum into a tree that holds every maddubs result at once and spills.
       __m256i s = _mm256_setzero_si256();
       for (int q = 0; q < 4; ++q) {
-        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(lo[q], _mm256_set1_epi32(load_i32(ab.qs + 4 * q))));
-        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi[q], _mm256_set1_epi32(load_i32(ab.qs + 16 + 4 * q))));
+        s = _mm256_adds_epi16(s, _mm256_maddubs_epi16(lo[q], _mm256_set1_epi32(load_i32(ab.qs + 4 * q))));
+        s = _mm256_adds_epi16(s, _mm256_maddubs_epi16(hi[q], _mm256_set1_epi32(load_i32(ab.qs + 16 + 4 * q))));
       }
       const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s, ones));
       const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(ab.d), dot, _mm256_set1_ps(8.0f * ab.s));
