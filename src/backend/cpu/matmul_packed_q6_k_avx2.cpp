@@ -164,11 +164,17 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
   }
 }
 
+// Tiles of 8 tokens share each decoded sub-block most widely (measured ~10% faster than 4
+// or 6 in prefill); the last tokens of a batch that are fewer than 8 (e.g. a speculative
+// verification batch) go 4 and then 1 at a time instead of one by one.
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  constexpr int RN = 4;
-  for_each_packed_tile<RN>(
-      kRows, r0, r1, c0, c1, [&](int64_t g, int n, int64_t c) { micro<RN>(p, g, n, c); },
-      [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); });
+  static_assert(kTokenBlock % 8 == 0, "every token block but the last is whole 8-token tiles");
+  const int64_t c8 = c0 + (c1 - c0) / 8 * 8;
+  auto eight = [&](int64_t g, int n, int64_t c) { micro<8>(p, g, n, c); };
+  auto four = [&](int64_t g, int n, int64_t c) { micro<4>(p, g, n, c); };
+  auto one = [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); };
+  if (c0 < c8) for_each_packed_tile<8>(kRows, r0, r1, c0, c8, eight, one);
+  if (c8 < c1) for_each_packed_tile<4>(kRows, r0, r1, c8, c1, four, one);
 }
 
 }  // namespace
