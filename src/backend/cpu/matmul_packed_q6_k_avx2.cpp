@@ -23,7 +23,8 @@
 // the row's pair) then gives one int32 per row. The bias is taken out once per super-block:
 // sum_g sc_g * 32 * bsum_g by madd of the scale pairs (times 32: |sc| <= 128 keeps 4096 in
 // int16) with the activation's bsum pairs. The super-block's exact integer dot
-// S_r = sum_g sc_g * sum (u - 32) a  (|S_r| < 2^29) then finishes in f32 lanes:
+// S_r = sum_g sc_g * sum (u - 32) a  (every partial int32 sum below 16 * 128 * 16 * 63 * 127
+// + 8 * 2 * 4096 * 2032 < 2^29) then finishes in f32 lanes:
 //   y_r += (d_r * da) * S_r.
 // Each output is that same sequence of operations whatever the tile, so one token alone
 // gives bitwise the batch's result.
