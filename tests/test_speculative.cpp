@@ -318,6 +318,13 @@ TEST_CASE("draft length: long drafts when they pay, off (with sparse probes) whe
     const int k = len.next();
     CHECK(k >= 3);
   }
+  SUBCASE("a preempted pass counts at most as many plain steps as it has tokens") {
+    DraftLength len({.min = 1, .max = 4, .costly_source = false});
+    len.record_pass(1, 10.0);  // warm-up
+    len.record_pass(1, 10.0);
+    len.record_pass(2, 500.0);  // a scheduler hiccup: 50 plain steps' time for 2 tokens
+    CHECK(len.rate(1) == doctest::Approx((1.0 + len.acceptance()) / (20.0 + 0.1 * 10.0)));
+  }
   SUBCASE("fixed length when not adaptive") {
     DraftLength len({.min = 2, .max = 5, .adaptive = false});
     CHECK(len.next() == 5);
