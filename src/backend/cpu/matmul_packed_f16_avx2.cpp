@@ -17,7 +17,7 @@
 #include <cstring>
 
 #include "backend/cpu/matmul_packed_avx2.h"
-#include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/packed_tiles.h"
 
 namespace ember::cpu {
 
@@ -60,21 +60,10 @@ void micro(const MatmulArgs& p, int64_t g, int64_t r_end, int64_t c) {
   // Fully unrolled so that acc stays in registers (a loop over it here made GCC keep acc
   // in memory and store it on every element).
 #pragma GCC unroll 16
-  for (int i = 0; i < G; ++i) {
-    const int64_t r0 = (g + i) * kRows;
-    const int64_t left = r_end - r0;
+  for (int i = 0; i < G; ++i)
 #pragma GCC unroll 16
-    for (int j = 0; j < RN; ++j) {
-      float* y = p.y + (c + j) * p.y_stride + r0;
-      if (left >= kRows) {
-        _mm256_storeu_ps(y, acc[i][j]);
-      } else {
-        alignas(32) float out[kRows];
-        _mm256_store_ps(out, acc[i][j]);
-        for (int64_t r = 0; r < left; ++r) y[r] = out[r];
-      }
-    }
-  }
+    for (int j = 0; j < RN; ++j)
+      store_group_rows(p.y + (c + j) * p.y_stride + (g + i) * kRows, acc[i][j], r_end - (g + i) * kRows);
 }
 
 // Prefill tiles: 2 groups x 4 tokens, 8 accumulators (enough to keep both FMA pipes busy
@@ -84,23 +73,14 @@ constexpr int kTileGroups = 2, kTileTokens = 4;
 constexpr int kOneTokenGroups = 4;
 
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  const int64_t g0 = r0 / kRows, g1 = (r1 + kRows - 1) / kRows;
-  for (int64_t cb = c0; cb < c1; cb += kTokenBlock) {
-    const int64_t ce = cb + kTokenBlock < c1 ? cb + kTokenBlock : c1;
-    const int64_t full_end = cb + (ce - cb) / kTileTokens * kTileTokens;
-    if (full_end > cb) {
-      int64_t g = g0;
-      for (; g + kTileGroups <= g1; g += kTileGroups)
-        for (int64_t c = cb; c < full_end; c += kTileTokens) micro<kTileGroups, kTileTokens>(p, g, r1, c);
-      for (; g < g1; ++g)
-        for (int64_t c = cb; c < full_end; c += kTileTokens) micro<1, kTileTokens>(p, g, r1, c);
-    }
-    for (int64_t c = full_end; c < ce; ++c) {
-      int64_t g = g0;
-      for (; g + kOneTokenGroups <= g1; g += kOneTokenGroups) micro<kOneTokenGroups, 1>(p, g, r1, c);
-      for (; g < g1; ++g) micro<1, 1>(p, g, r1, c);
-    }
-  }
+  for_each_group_tile<kTileGroups, kTileTokens>(
+      kRows, r0, r1, c0, c1, [&](int64_t g, int64_t c) { micro<kTileGroups, kTileTokens>(p, g, r1, c); },
+      [&](int64_t g, int64_t c) { micro<1, kTileTokens>(p, g, r1, c); },
+      [&](int64_t g0, int64_t g1, int64_t c) {
+        int64_t g = g0;
+        for (; g + kOneTokenGroups <= g1; g += kOneTokenGroups) micro<kOneTokenGroups, 1>(p, g, r1, c);
+        for (; g < g1; ++g) micro<1, 1>(p, g, r1, c);
+      });
 }
 
 }  // namespace

@@ -57,54 +57,65 @@ inline int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// Rows of group g (n_rows of them stored) for tokens c .. c+RN-1.
-template <int RN>
-void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
+// Groups g .. g+G-1 for tokens c .. c+RN-1 (r_end: the matrix's row count).
+template <int G, int RN>
+void micro(const MatmulArgs& p, int64_t g, int64_t r_end, int64_t c) {
   const int64_t nb = blocks(p.k);
-  const uint8_t* scales = p.w + g * p.w_stride;
-  const uint8_t* codes = scales + nb * kScaleBytes;
+  const uint8_t* scales[G];
+  const uint8_t* codes[G];
+  for (int i = 0; i < G; ++i) {
+    scales[i] = p.w + (g + i) * p.w_stride;
+    codes[i] = scales[i] + nb * kScaleBytes;
+  }
   const block_q8s* a[RN];
   for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8s*>(p.a + (c + j) * p.a_stride);
-  __m256 acc[RN];
-  for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
+  __m256 acc[G][RN];
+  for (int i = 0; i < G; ++i)
+    for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = codes + b * kCodeBytes;
-    __m256i dot[RN];
-    for (int j = 0; j < RN; ++j) dot[j] = _mm256_setzero_si256();
+    __m256i dot[G][RN];
+    for (int i = 0; i < G; ++i)
+      for (int j = 0; j < RN; ++j) dot[i][j] = _mm256_setzero_si256();
     for (int q = 0; q < kLoads; ++q) {
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32 * q));
-      const __m256i uw = _mm256_sign_epi8(w, w);
+      __m256i w[G], uw[G];
+      for (int i = 0; i < G; ++i) {
+        w[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[i] + b * kCodeBytes + 32 * q));
+        uw[i] = _mm256_sign_epi8(w[i], w[i]);
+      }
       for (int j = 0; j < RN; ++j) {
         const __m256i av = _mm256_set1_epi32(load_i32(a[j][b].qs + 4 * q));
-        const __m256i pairs = _mm256_maddubs_epi16(uw, _mm256_sign_epi8(av, w));
-        dot[j] = _mm256_add_epi32(dot[j], _mm256_madd_epi16(pairs, ones));
-        // Keeps the sum a running one: left free, GCC reassociates the block's 8 * RN
-        // products into an add tree and spills them to the stack (~5% slower prefill).
-        __asm__("" : "+x"(dot[j]));
+        for (int i = 0; i < G; ++i) {
+          const __m256i pairs = _mm256_maddubs_epi16(uw[i], _mm256_sign_epi8(av, w[i]));
+          dot[i][j] = _mm256_add_epi32(dot[i][j], _mm256_madd_epi16(pairs, ones));
+          // Keeps the sum a running one: left free, GCC reassociates the block's products
+          // into an add tree and spills them to the stack (~5% slower prefill).
+          __asm__("" : "+x"(dot[i][j]));
+        }
       }
     }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * kScaleBytes)));
-    for (int j = 0; j < RN; ++j)
-      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(dot[j]), acc[j]);
-  }
-  for (int j = 0; j < RN; ++j) {
-    float* y = p.y + (c + j) * p.y_stride + g * kRows;
-    if (n_rows == kRows) {
-      _mm256_storeu_ps(y, acc[j]);
-    } else {
-      alignas(32) float out[kRows];
-      _mm256_store_ps(out, acc[j]);
-      for (int i = 0; i < n_rows; ++i) y[i] = out[i];
+    for (int i = 0; i < G; ++i) {
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[i] + b * kScaleBytes)));
+      for (int j = 0; j < RN; ++j)
+        acc[i][j] =
+            _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(dot[i][j]), acc[i][j]);
     }
   }
+  for (int i = 0; i < G; ++i)
+    for (int j = 0; j < RN; ++j)
+      store_group_rows(p.y + (c + j) * p.y_stride + (g + i) * kRows, acc[i][j], r_end - (g + i) * kRows);
 }
 
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  constexpr int RN = 4;  // 6 and 8 measured the same, 2 and 3 slower
-  for_each_packed_tile<RN>(
-      kRows, r0, r1, c0, c1, [&](int64_t g, int n, int64_t c) { micro<RN>(p, g, n, c); },
-      [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); });
+  // 2 groups x 4 tokens: each activation broadcast serves 16 rows. Measured ~6% faster
+  // than 1 x 4 (1 x 6 and 1 x 8 like 1 x 4; 1 x 2, 1 x 3, 2 x 2 and 2 x 3 no better).
+  constexpr int G = 2, RN = 4;
+  for_each_group_tile<G, RN>(
+      kRows, r0, r1, c0, c1, [&](int64_t g, int64_t c) { micro<G, RN>(p, g, r1, c); },
+      [&](int64_t g, int64_t c) { micro<1, RN>(p, g, r1, c); },
+      [&](int64_t g0, int64_t g1, int64_t c) {
+        for (int64_t g = g0; g < g1; ++g) micro<1, 1>(p, g, r1, c);
+      });
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // groups, tokens in blocks of kTokenBlock, then tiles of one group x RN tokens.
 // Included by *_avx2.cpp files only: the lambdas make every instantiation local to its file.
 #pragma once
+#include <immintrin.h>
+
 #include <cstdint>
 
 #include "backend/cpu/matmul_kernels.h"
@@ -23,6 +25,41 @@ inline void for_each_packed_tile(int group_rows, int64_t r0, int64_t r1, int64_t
       for (; c + RN <= ce; c += RN) full(g, n_rows, c);
       for (; c < ce; ++c) one(g, n_rows, c);
     }
+  }
+}
+
+// Tiles of G consecutive groups x RN tokens, for kernels whose accumulators hold a group's
+// rows in lanes (so a tile's width in groups is free to choose): tile(g, c) computes
+// groups g .. g+G-1 for tokens c .. c+RN-1, single(g, c) one group left over (fewer than
+// G) for the same RN tokens, and leftover(g0, g1, c) groups [g0, g1) for one token c of
+// those left over (fewer than RN: a decode step is all leftover). A kernel finds a short
+// last group from the matrix's row count r1.
+template <int G, int RN, class Tile, class Single, class Leftover>
+inline void for_each_group_tile(int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Tile&& tile,
+                                Single&& single, Leftover&& leftover) {
+  const int64_t g0 = r0 / group_rows, g1 = (r1 + group_rows - 1) / group_rows;
+  for (int64_t cb = c0; cb < c1; cb += kTokenBlock) {
+    const int64_t ce = cb + kTokenBlock < c1 ? cb + kTokenBlock : c1;
+    const int64_t full_end = cb + (ce - cb) / RN * RN;
+    int64_t g = g0;
+    for (; g + G <= g1; g += G)
+      for (int64_t c = cb; c < full_end; c += RN) tile(g, c);
+    for (; g < g1; ++g)
+      for (int64_t c = cb; c < full_end; c += RN) single(g, c);
+    for (int64_t c = full_end; c < ce; ++c) leftover(g0, g1, c);
+  }
+}
+
+// Stores a group's outputs for one token, held one row per f32 lane: `rows_left` rows
+// remain from the group's first (a short last group stores only those). static: each
+// AVX2 file keeps its own copy, so none can be picked for code built without AVX2.
+static inline void store_group_rows(float* y, __m256 rows, int64_t rows_left) {
+  if (rows_left >= 8) {
+    _mm256_storeu_ps(y, rows);
+  } else {
+    alignas(32) float out[8];
+    _mm256_store_ps(out, rows);
+    for (int64_t r = 0; r < rows_left; ++r) y[r] = out[r];
   }
 }
 
