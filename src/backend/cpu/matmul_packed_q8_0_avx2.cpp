@@ -5,8 +5,9 @@
 //   nb x 8 fp16   the scales d of block b of rows 0..7, block after block
 //   nb x 256 B    the codes: load q (32 B, q = 0..7) of block b holds, for row r = 0..7,
 //                 the row's int8 codes of elements 4q..4q+3.
-// The scales come first so that every 32-byte code load is aligned (the groups start
-// 64-byte aligned and nb * 16 is a multiple of 32 whenever k is a multiple of 64).
+// The scales come first so that the 32-byte code loads are aligned whenever k is a multiple
+// of 64 (the packed matrix starts 64-byte aligned; the group size and nb * 16 are then
+// multiples of 32), as in every model.
 //
 // One load gives the same four elements of all 8 rows, dotted with those four activations
 // broadcast. Both operands are signed, and maddubs needs one unsigned: it gets |w| (shared
@@ -30,9 +31,9 @@ namespace ember::cpu {
 namespace {
 
 constexpr int kRows = 8;
-constexpr size_t kScaleBytes = kRows * 2;             // per block
-constexpr size_t kCodeBytes = kRows * QK8_0;          // per block: 8 loads of 32 B
-constexpr int kLoads = QK8_0 / 4;                     // 4 elements of 8 rows per load
+constexpr size_t kScaleBytes = kRows * 2;     // per block
+constexpr size_t kCodeBytes = kRows * QK8_0;  // per block: 8 loads of 32 B
+constexpr int kLoads = QK8_0 / 4;             // 4 elements of 8 rows per load
 
 int64_t blocks(int64_t k) { return k / QK8_0; }
 
