@@ -11,7 +11,9 @@
 // outputs: a tile of 2 groups x 4 tokens reads 32 + 16 bytes per 8 FMAs, and needs no
 // horizontal sums.
 // Each output is one f32 sum over e in order, whatever the tile: one token alone gives
-// bitwise what it gives inside a batch.
+// bitwise what it gives inside a batch. (One running sum rounds a little more than the row
+// kernel's 8 lane sums: ~3x its RMS error, ~1e-6 relative at k = 4096 against a double
+// reference, far below the fp16 weights' own 5e-4.)
 #include <immintrin.h>
 
 #include <cstring>
