@@ -1,5 +1,7 @@
 #include "cli/llama_flags.h"
 
+#include <CLI/CLI.hpp>
+
 #include <string_view>
 #include <utility>
 
@@ -10,6 +12,7 @@ constexpr std::pair<std::string_view, std::string_view> kLongForms[] = {
     {"-ctk", "--cache-type-k"},
     {"-ctv", "--cache-type-v"},
     {"-ub", "--ubatch-size"},
+    {"-nr", "--no-repack"},
 };
 }  // namespace
 
@@ -34,6 +37,12 @@ std::vector<std::string> expand_llama_flags(int argc, const char* const* argv) {
     args.push_back(std::move(expanded));
   }
   return args;
+}
+
+void add_no_repack_flag(CLI::App* cmd, bool& no_repack) {
+  cmd->add_flag("--no-repack", no_repack,
+                "keep all weights in the file mapping (zero copy) instead of repacking matmul weights for the "
+                "CPU kernels (slower)");
 }
 
 }  // namespace ember::cli

@@ -5,7 +5,13 @@
 #include <string>
 #include <vector>
 
+namespace CLI { class App; }
+
 namespace ember::cli {
+
+// --no-repack (-nr), as llama.cpp spells it: keep every weight in the file mapping instead
+// of repacking matmul weights for the CPU kernels (LoadOptions::repack).
+void add_no_repack_flag(CLI::App* cmd, bool& no_repack);
 
 // argv with every llama.cpp multi-letter short flag replaced by its long form.
 std::vector<std::string> expand_llama_flags(int argc, const char* const* argv);

@@ -12,6 +12,7 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "cli/commands.h"
+#include "cli/llama_flags.h"
 #include "eval/logprob_store.h"
 #include "eval/perplexity.h"
 #include "model/model.h"
@@ -31,6 +32,7 @@ struct PerplexityArgs {
   int n_threads = 0;
   std::string kld_base;
   bool kld = false;
+  bool no_repack = false;
   int kld_top = 32;
   int kld_samples = 32;
 };
@@ -60,6 +62,7 @@ int run_perplexity(const PerplexityArgs& a) {
   const int n_threads = a.n_threads > 0 ? a.n_threads : ThreadPool::default_threads();
   LoadOptions lo;
   lo.n_threads = n_threads;
+  lo.repack = !a.no_repack;
   auto model = Model::load(a.model, lo);
   ThreadPool pool(n_threads);
   eval::EvalOptions opt;
@@ -134,6 +137,7 @@ void add_perplexity(CLI::App& app) {
   cmd->add_option("-b,--batch-size", args->n_batch, "tokens per decode call")->capture_default_str();
   cmd->add_option("--chunks", args->n_chunks, "evaluate at most N chunks (-1: all)")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "threads (0: physical cores)");
+  add_no_repack_flag(cmd, args->no_repack);
   cmd->add_option("--kl-divergence-base", args->kld_base,
                   "with -f: write the model's log-probs here; with --kl-divergence: read them");
   cmd->add_flag("--kl-divergence", args->kld, "compare the model against --kl-divergence-base");
