@@ -318,6 +318,27 @@ TEST_CASE("draft length: long drafts when they pay, off (with sparse probes) whe
     const int k = len.next();
     CHECK(k >= 3);
   }
+  SUBCASE("a draft model as slow as the target is never probed again, however right it is") {
+    DraftLength len({.min = 1, .max = 4});
+    len.record_pass(1, 10.0);
+    len.record_pass(1, 10.0);
+    int drafted_rounds = 0;
+    for (int i = 0; i < 2000; ++i) {
+      const int k = len.next();
+      if (k == 0) {
+        len.record_pass(1, 10.0);
+        continue;
+      }
+      ++drafted_rounds;
+      len.record_draft(k, 10.0 * k);  // one target step per drafted token
+      len.record_pass(k + 1, 10.0 + 1.0 * k);
+      len.record_verdict(k, k);  // always accepted
+    }
+    CHECK_FALSE(len.could_pay());
+    CHECK(len.off());
+    MESSAGE("rounds with a draft: " << drafted_rounds << " of 2000");
+    CHECK(drafted_rounds <= 4);  // the first rounds on the priors only
+  }
   SUBCASE("a preempted pass counts at most as many plain steps as it has tokens") {
     DraftLength len({.min = 1, .max = 4, .costly_source = false});
     len.record_pass(1, 10.0);  // warm-up

@@ -38,15 +38,20 @@ class DraftLength {
   double acceptance() const;    // alpha estimate
   double plain_ms() const { return a_; }
   double rate(int k) const;     // estimated tokens per ms drafting k (k = 0: plain)
+  // False when the draft's measured cost is such that no draft length would pay even if
+  // every drafted token were accepted: probing it again cannot switch drafting on.
+  bool could_pay() const;
   bool off() const { return off_; }
 
  private:
   DraftLengthOptions opt_;
   double pass_ms(int n) const;     // t(n), measured or interpolated
+  double rate(int k, double alpha) const;
   double a_ = 0, b_ = 0, c_ = 0;   // ms
   bool have_a_ = false, have_b_ = false, have_c_ = false;
   std::vector<double> t_;          // [n] measured t(n), 0 = not yet
   bool warm_ = false;              // the warm-up pass went by
+  bool draft_warm_ = false;        // the draft's warm-up proposal went by
   int rounds_on_ = 0;
   double acc_ = 1.0, tried_ = 2.0;  // decayed counts: prior alpha = 0.5
   bool off_ = false;

@@ -34,6 +34,15 @@ bool trace_enabled() {
 }
 }  // namespace
 
+namespace {
+// The controller only considers lengths a verify pass can take (max_verify_rows - 1).
+DraftLengthOptions capped(DraftLengthOptions options, int verify_rows) {
+  options.max = std::max(1, std::min(options.max, verify_rows - 1));
+  options.min = std::min(options.min, options.max);
+  return options;
+}
+}  // namespace
+
 DraftLengthOptions with_source(DraftLengthOptions options, const DraftSource& source) {
   options.costly_source = source.costly();
   return options;
@@ -68,7 +77,7 @@ SpeculativeDecoder::SpeculativeDecoder(Context& target, const Tokenizer& tok, Sa
       tok_(tok),
       sampler_(sampler),
       draft_(draft),
-      length_options_(with_source(length, draft)),
+      length_options_(capped(with_source(length, draft), max_verify_rows(target))),
       length_(length_options_) {
   n_vocab_ = static_cast<size_t>(ctx_.n_vocab());
 }
