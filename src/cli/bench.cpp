@@ -18,6 +18,7 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "cli/commands.h"
+#include "cli/llama_flags.h"
 #include "cli/generation_flags.h"
 #include "eval/bench.h"
 #include "eval/bench_report.h"
@@ -47,6 +48,7 @@ struct BenchArgs {
   std::string ctk = "f16", ctv = "f16";
   std::string output = "md";
   bool no_warmup = false;
+  bool no_repack = false;
   DraftOptions draft;       // --draft / --draft-ngram: the speculative rows
   std::string prompt_file;  // -f: their prompt
 };
@@ -127,6 +129,7 @@ int run_bench(BenchArgs& a) {
   LoadOptions lo;
   lo.n_threads = n_threads;
   lo.print_plan = false;
+  lo.repack = !a.no_repack;
   auto model = Model::load(a.model, lo);
   const Tokenizer tok = Tokenizer::from_gguf(model->gguf());
 
@@ -194,6 +197,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("-n,--n-gen", args->n_gen, "decode steps of the tg test (0: skip)")->capture_default_str();
   cmd->add_option("-r,--repetitions", args->reps, "timed runs per test")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "threads (0: physical cores)");
+  add_no_repack_flag(cmd, args->no_repack);
   cmd->add_option("-d,--n-depth", args->n_depth, "tokens in the KV cache before each test")->capture_default_str();
   cmd->add_option("-b,--batch-size", args->n_batch, "tokens per decode call")->capture_default_str();
   cmd->add_option("--ubatch-size", args->n_ubatch, "tokens per forward pass")->capture_default_str();

@@ -1,5 +1,6 @@
 #include "cli/generation_flags.h"
 
+#include "cli/llama_flags.h"
 #include "util/error.h"
 
 namespace ember::cli {
@@ -19,6 +20,7 @@ void add_model_flags(CLI::App* cmd, GenerationFlags& f) {
                 "when the context is full, drop the oldest half of the tokens and continue (default: stop)");
   cmd->add_option("--keep", f.n_keep, "tokens kept at the start under --context-shift (after BOS)")
       ->capture_default_str();
+  add_no_repack_flag(cmd, f.no_repack);
 }
 
 void add_sampling_flags(CLI::App* cmd, GenerationFlags& f) {
@@ -63,6 +65,7 @@ ModelSetup model_setup(const GenerationFlags& f) {
   ModelSetup s;
   s.path = f.model;
   s.n_threads = f.n_threads;
+  s.repack = !f.no_repack;
   s.context.n_ctx = f.n_ctx;
   s.context.n_batch = f.n_batch;
   s.context.n_ubatch = std::min(f.n_batch, f.n_ubatch);

@@ -20,6 +20,7 @@ struct GenerationFlags {
   std::string cache_type_k = "f16";
   std::string cache_type_v = "f16";
   bool context_shift = false;
+  bool no_repack = false;  // --no-repack (-nr): weights stay in the file mapping
   int n_keep = 0;
   int n_predict = -1;
   long long seed = -1;
