@@ -163,16 +163,7 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
     for (int j = 0; j < RN; ++j)
       acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(isum[j]), acc[j]);
   }
-  for (int j = 0; j < RN; ++j) {
-    float* y = p.y + (c + j) * p.y_stride + g * kRows;
-    if (n_rows == kRows) {
-      _mm256_storeu_ps(y, acc[j]);
-    } else {
-      alignas(32) float out[kRows];
-      _mm256_store_ps(out, acc[j]);
-      for (int i = 0; i < n_rows; ++i) y[i] = out[i];
-    }
-  }
+  for (int j = 0; j < RN; ++j) store_group_rows(p.y + (c + j) * p.y_stride + g * kRows, acc[j], n_rows);
 }
 
 // Tiles of 8 tokens share each decoded sub-block most widely (measured ~10% faster than 4

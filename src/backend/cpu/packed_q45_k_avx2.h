@@ -178,16 +178,7 @@ struct Kernel {
         acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), m, acc[j]);
       }
     }
-    for (int j = 0; j < RN; ++j) {
-      float* y = p.y + (c + j) * p.y_stride + g * kRows;
-      if (n_rows == kRows) {
-        _mm256_storeu_ps(y, acc[j]);
-      } else {
-        alignas(32) float out[kRows];
-        _mm256_store_ps(out, acc[j]);
-        for (int i = 0; i < n_rows; ++i) y[i] = out[i];
-      }
-    }
+    for (int j = 0; j < RN; ++j) store_group_rows(p.y + (c + j) * p.y_stride + g * kRows, acc[j], n_rows);
   }
 
   static void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
