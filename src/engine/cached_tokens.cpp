@@ -18,6 +18,17 @@ void follow_context_shift(const Context& ctx, std::vector<int32_t>& cached, Gene
   stats.shifted_tokens += static_cast<int>(dropped);
 }
 
+size_t reuse_cached_prefix(Context& ctx, std::span<const int32_t> prompt, std::vector<int32_t>& cached) {
+  size_t common = 0;
+  while (common < cached.size() && common < prompt.size() && cached[common] == prompt[common]) ++common;
+  common = std::min(common, prompt.size() - 1);
+  if (cached.size() > common) {
+    ctx.kv_rollback(0, static_cast<int>(cached.size() - common));
+    cached.resize(common);
+  }
+  return common;
+}
+
 bool prefill_cached(Context& ctx, std::span<const int32_t> tokens, std::vector<int32_t>& cached,
                     std::vector<float>& last_logits, GenerationStats& stats) {
   const size_t chunk = static_cast<size_t>(std::max(1, ctx.options().n_batch));

@@ -29,9 +29,7 @@ DraftRunner::DraftRunner(const DraftOptions& options, Context& target, const Tok
                          SamplerChain& sampler, bool ignore_eos, bool verbose)
     : options_(options), n_ctx_(target.n_ctx()) {
   validate(options_);
-  std::vector<int32_t> eog;
-  for (int32_t id = 0; id < tok.n_vocab(); ++id)
-    if (tok.is_eog(id)) eog.push_back(id);
+  const std::vector<int32_t>& eog = tok.eog_ids();
   if (!options_.model_path.empty()) {
     model_ = Model::load(options_.model_path, {.print_plan = verbose});
     require_compatible_vocab(tok.vocab(), Vocab::from_gguf(model_->gguf()));

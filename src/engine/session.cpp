@@ -60,13 +60,7 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
   const auto start = Clock::now();
 
   // Reuse the cached prefix; at least the last prompt token is decoded again for its logits.
-  size_t common = 0;
-  while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
-  common = std::min(common, prompt.size() - 1);
-  if (cached_.size() > common) {
-    ctx_.kv_rollback(0, static_cast<int>(cached_.size() - common));
-    cached_.resize(common);
-  }
+  const size_t common = reuse_cached_prefix(ctx_, prompt, cached_);
   stats.reused_tokens = static_cast<int>(common);
 
   const bool complete = prefill(prompt.subspan(common), stats);
@@ -92,12 +86,9 @@ GenerationResult Session::generate(std::span<const int32_t> prompt, const Genera
     if (on_text) on_text(piece);
   };
   const bool can_shift = ctx_.options().policy == ContextPolicy::Shift;
-  if (options.ignore_eos && eog_tokens_.empty())
-    for (int32_t id = 0; id < tok_.n_vocab(); ++id)
-      if (tok_.is_eog(id)) eog_tokens_.push_back(id);
   for (;;) {
     if (options.ignore_eos)
-      for (int32_t id : eog_tokens_)
+      for (int32_t id : tok_.eog_ids())
         if (static_cast<size_t>(id) < last_logits_.size()) last_logits_[static_cast<size_t>(id)] = -INFINITY;
     const int32_t token = sampler_.sample(last_logits_);
     if (result.tokens.empty()) stats.ttft_ms = ms_since(start);

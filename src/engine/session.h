@@ -78,7 +78,6 @@ class Session : public Generator {
   SamplerChain& sampler_;
   std::vector<int32_t> cached_;
   std::vector<float> last_logits_;
-  std::vector<int32_t> eog_tokens_;  // filled on first use by ignore_eos
 };
 
 }  // namespace ember

@@ -118,13 +118,7 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
   const auto start = Clock::now();
 
   // Reuse the cached prefix; at least the last prompt token is decoded again for its logits.
-  size_t common = 0;
-  while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
-  common = std::min(common, prompt.size() - 1);
-  if (cached_.size() > common) {
-    ctx_.kv_rollback(0, static_cast<int>(cached_.size() - common));
-    cached_.resize(common);
-  }
+  const size_t common = reuse_cached_prefix(ctx_, prompt, cached_);
   stats.reused_tokens = static_cast<int>(common);
   const bool complete = prefill(prompt.subspan(common), stats);
   if (complete && options.max_tokens != 0) draft_.prepare(cached_);
@@ -141,13 +135,10 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
 
   sampler_.reset_history();
   for (int32_t t : cached_) sampler_.accept(t);
-  banned_.clear();
-  if (options.ignore_eos)
-    for (int32_t id = 0; id < tok_.n_vocab(); ++id)
-      if (tok_.is_eog(id)) banned_.push_back(id);
   auto mask_rows = [&](size_t n_rows) {
+    if (!options.ignore_eos) return;
     for (size_t r = 0; r < n_rows; ++r)
-      for (int32_t id : banned_)
+      for (int32_t id : tok_.eog_ids())
         if (static_cast<size_t>(id) < n_vocab_) logits_[r * n_vocab_ + static_cast<size_t>(id)] = -INFINITY;
   };
   mask_rows(1);

@@ -96,7 +96,6 @@ class SpeculativeDecoder {
   std::vector<int32_t> cached_;     // what the target's KV cache holds
   std::vector<float> logits_;       // rows of the last pass, banned tokens masked
   size_t n_vocab_ = 0;
-  std::vector<int32_t> banned_;     // --ignore-eos
 };
 
 // The rejection rule for one drafted token, exposed for tests: accept x with probability

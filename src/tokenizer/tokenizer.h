@@ -48,6 +48,7 @@ class Tokenizer {
   void set_add_bos(bool v) { add_bos_ = v; }  // overrides tokenizer.ggml.add_bos_token
   void set_add_eos(bool v) { add_eos_ = v; }
   bool is_eog(int32_t id) const;      // ends generation: EOS, EOT, EOM, <|im_end|>, <end_of_turn> ...
+  const std::vector<int32_t>& eog_ids() const { return vocab_->eog_ids; }  // all such ids
   bool is_control(int32_t id) const;  // control or unknown token: not part of the text
   const Vocab& vocab() const { return *vocab_; }
 
