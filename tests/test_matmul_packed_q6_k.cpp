@@ -6,12 +6,10 @@
 // codes and shapes.
 #include <doctest/doctest.h>
 
-#include <optional>
 #include <vector>
 
-#include "backend/cpu/matmul_reference.h"
-#include "backend/cpu/thread_pool.h"
 #include "backend_check.h"
+#include "packed_check.h"
 #include "tensor/fp16.h"
 
 using namespace ember;
@@ -72,13 +70,7 @@ TEST_CASE("packed Q6_K handles extreme codes, scale -128 and saturated activatio
   }
   const MatView xv = check::dense_view(x, tokens, k);
 
-  std::vector<float> want(static_cast<size_t>(tokens * rows));
-  ops::reference::matmul(wv, xv, check::dense_mat(want, tokens, rows));
-  std::optional<PackedWeight> packed = ops::pack_weight(wv);
-  REQUIRE(packed.has_value());
-  ThreadPool pool(2);
-  std::vector<float> got(want.size());
-  ops::matmul(pool, packed->view, xv, check::dense_mat(got, tokens, rows));
+  const auto [want, got] = check::reference_and_packed(wv, xv);
   // Tokens 0-3 carry no activation rounding: only f32 rounding separates the two.
   const size_t exact = static_cast<size_t>(4 * rows);
   check::expect_close(got.data(), want.data(), exact, 1e-10, "packed Q6_K, activations +-1");

@@ -4,12 +4,10 @@
 // below the int16 limit). test_matmul covers the ordinary codes and shapes.
 #include <doctest/doctest.h>
 
-#include <optional>
 #include <vector>
 
-#include "backend/cpu/matmul_reference.h"
-#include "backend/cpu/thread_pool.h"
 #include "backend_check.h"
+#include "packed_check.h"
 #include "tensor/fp16.h"
 
 using namespace ember;
@@ -50,13 +48,7 @@ TEST_CASE("packed Q8_0 handles code -128 and saturated activations") {
   }
   const MatView xv = check::dense_view(x, tokens, k);
 
-  std::vector<float> want(static_cast<size_t>(tokens * rows));
-  ops::reference::matmul(wv, xv, check::dense_mat(want, tokens, rows));
-  std::optional<PackedWeight> packed = ops::pack_weight(wv);
-  REQUIRE(packed.has_value());
-  ThreadPool pool(2);
-  std::vector<float> got(want.size());
-  ops::matmul(pool, packed->view, xv, check::dense_mat(got, tokens, rows));
+  const auto [want, got] = check::reference_and_packed(wv, xv);
   check::expect_close(got, want, 5e-4, "packed Q8_0 with -128 codes");
   // Row 0 against token 0: 96 products of -128 * -127 codes, i.e. 96 * 128 * d_w.
   CHECK(want[0] == doctest::Approx(96 * 128 * fp16_to_f32(w[0].d)).epsilon(1e-6));
