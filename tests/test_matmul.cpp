@@ -144,6 +144,51 @@ TEST_CASE("float weights allow any row length") {
   }
 }
 
+TEST_CASE("matmuls of one input in one dispatch give bitwise what separate matmuls give") {
+  // A Q4_K_M-style layer: Q and K in Q4_K, V in Q6_K (same Q8K activations), plus a Q4_0
+  // matrix (Q8S activations) and an F16 one (f32 activations), packed and in rows; shapes
+  // as small as GQA's K and V (8 rows, fewer than the threads' row groups) and odd ones.
+  check::Rng rng(77);
+  const int64_t k = 512;
+  struct Case {
+    DType type;
+    int64_t rows;
+  };
+  const Case cases[] = {{DType::Q4_K, 40}, {DType::Q4_K, 8}, {DType::Q6_K, 8}, {DType::Q4_0, 27}, {DType::F16, 5}};
+  std::vector<Weights> weights;
+  for (const Case& c : cases) weights.emplace_back(c.type, c.rows, k, rng, 0);
+  for (int64_t tokens : {1, 3, 70}) {
+    check::StridedF32 x(rng.uniform(static_cast<size_t>(tokens * k), -2.0f, 2.0f), tokens, k, 3);
+    for (bool packed : {false, true}) {
+      std::vector<std::optional<PackedWeight>> copies;
+      std::vector<MatView> views;
+      for (const Weights& w : weights) {
+        copies.push_back(packed ? ops::pack_weight(w.view) : std::nullopt);
+        views.push_back(copies.back() ? copies.back()->view : w.view);
+      }
+      for (int threads : {1, 2, 3}) {
+        INFO(tokens << " tokens, " << (packed ? "packed" : "rows") << ", " << threads << " threads");
+        ThreadPool pool(threads);
+        std::vector<std::vector<float>> alone;
+        for (const MatView& v : views) {
+          alone.emplace_back(static_cast<size_t>(tokens * v.rows));
+          ops::matmul(pool, v, x.view(), check::dense_mat(alone.back(), tokens, v.rows));
+        }
+        std::vector<check::StridedF32> together;
+        for (const MatView& v : views) together.emplace_back(tokens, v.rows, 2);
+        ops::matmul_same_input(pool, {{views[0], together[0].mat()}, {views[1], together[1].mat()}, {views[2], together[2].mat()}},
+                               x.view());
+        ops::matmul_same_input(pool, {{views[3], together[3].mat()}, {views[4], together[4].mat()}}, x.view());
+        for (size_t i = 0; i < views.size(); ++i) {
+          INFO("matrix " << i << " (" << dtype_name(views[i].type) << ")");
+          CHECK(together[i].dense() == alone[i]);
+          CHECK(together[i].guards_intact());
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("matmul rejects what it cannot compute") {
   ThreadPool pool(1);
   std::vector<float> x(64), y(4);

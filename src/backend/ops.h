@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 
@@ -81,6 +82,16 @@ namespace ops {
 
 // y[t] = x[t] W^T for t < x.rows. y must hold x.rows x w.rows floats.
 void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y);
+// One weight matrix and its output, for matmul_same_input.
+struct MatmulTarget {
+  const MatView& w;
+  F32Mat y;
+};
+// matmul(pool, t.w, x, t.y) for every target, as one dispatch to the pool: x is quantized
+// once per activation format and the threads take row chunks from all the matrices in turn,
+// so the small matrices (K and V in GQA) and the tail of each matrix cost no wait of their
+// own. The outputs are bitwise those of separate matmul calls.
+void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> targets, const MatView& x);
 // The copy of weight matrix w (layout Rows) that the CPU's fast matmul kernels read fastest
 // (rows interleaved in groups, so one thread streams one sequential range), or nullopt
 // when this CPU reads w's type in place. Its products agree with w's to float rounding, and

@@ -132,9 +132,7 @@ void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
   const MatView xin = as_view(in);
 
   // q = x Wq^T (+ bq), k = x Wk^T (+ bk), v = x Wv^T (+ bv)
-  ops::matmul(pool_, w.wq, xin, q);
-  ops::matmul(pool_, w.wk, xin, k);
-  ops::matmul(pool_, w.wv, xin, v);
+  ops::matmul_same_input(pool_, {{w.wq, q}, {w.wk, k}, {w.wv, v}}, xin);
   if (w.bq) ops::add(pool_, q, bias_row(w.bq, q.cols));
   if (w.bk) ops::add(pool_, k, bias_row(w.bk, k.cols));
   if (w.bv) ops::add(pool_, v, bias_row(w.bv, v.cols));
@@ -184,8 +182,7 @@ void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
 void Step::ffn(const FfnWeights& w, Activation act, F32Mat in, F32Mat dst) {
   F32Mat g = mat(buf_.gate, w.n_ff), u = mat(buf_.up, w.n_ff), a = mat(buf_.act, w.n_ff);
   const MatView xin = as_view(in);
-  ops::matmul(pool_, w.gate, xin, g);
-  ops::matmul(pool_, w.up, xin, u);
+  ops::matmul_same_input(pool_, {{w.gate, g}, {w.up, u}}, xin);
   if (act == Activation::SiLU)
     ops::swiglu(pool_, as_view(g), as_view(u), a);
   else

@@ -64,63 +64,115 @@ void validate(const MatView& w, const MatView& x, const F32Mat& y) {
          dtype_name(w.type), align);
 }
 
+// Each calling thread keeps one buffer per activation format, reused across calls; a
+// dispatch whose matrices read two formats (a Q4_K_M layer mixes Q4_K and Q6_K, both Q8K;
+// Q4_0 with a Q6_K V reads Q8S and Q8K) quantizes x once into each.
+constexpr int kActFormats = 3;
+
+struct PreparedActivations {
+  const uint8_t* data = nullptr;
+  size_t stride = 0;
+};
+
+PreparedActivations prepare_activations(ThreadPool& pool, cpu::ActFormat format, const MatView& x) {
+  if (format == cpu::ActFormat::F32) return {static_cast<const uint8_t*>(x.data), x.row_stride};
+  thread_local std::vector<uint8_t> buffers[kActFormats];
+  std::vector<uint8_t>& act = buffers[static_cast<int>(format)];
+  const size_t row_bytes = cpu::act_row_bytes(format, x.cols);
+  act.resize(row_bytes * static_cast<size_t>(x.rows));
+  uint8_t* act_data = act.data();  // a pointer: inside the workers `act` names their own buffer
+  pool.parallel_for(x.rows, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      cpu::quantize_act_row(format, reinterpret_cast<const float*>(x.row(t)), act_data + t * row_bytes, x.cols);
+  });
+  return {act_data, row_bytes};
+}
+
+// One matrix's part of a dispatch. Its rows (in the kernel's row groups) are split when
+// there are enough of them: each thread then reads its own slice of W once per token block.
+// Otherwise (few rows, many tokens) its tokens are split, one range per thread.
+// Rows are handed out as chunks from a shared counter rather than as one fixed share per
+// thread: when a thread is descheduled or slower (a busy machine, a core sharing its cache)
+// the others take its chunks instead of waiting for it at the end of the op.
+struct MatmulJob {
+  cpu::TileFn tile = nullptr;
+  cpu::MatmulArgs args;
+  int64_t rows = 0, tokens = 0, row_group = 1, groups = 0;
+  bool split_rows = true;
+  int64_t n_chunks = 0;
+
+  MatmulJob() = default;
+  MatmulJob(const KernelPlan& kernel, const MatView& w, PreparedActivations act, F32Mat y, int64_t n_tokens, int nth)
+      : tile(kernel.tile), rows(w.rows), tokens(n_tokens), row_group(kernel.row_group) {
+    constexpr int64_t kChunksPerThread = 8;
+    args.k = w.cols;
+    args.w = static_cast<const uint8_t*>(w.data);
+    args.w_stride = w.row_stride;
+    args.a = act.data;
+    args.a_stride = act.stride;
+    args.y = y.data;
+    args.y_stride = y.stride;
+    split_rows = rows >= row_group * nth || tokens < nth;
+    groups = (rows + row_group - 1) / row_group;
+    n_chunks = split_rows ? std::min(groups, kChunksPerThread * nth) : nth;
+  }
+
+  void run_chunk(int64_t ch) const {
+    if (split_rows) {
+      const int64_t r0 = std::min(rows, groups * ch / n_chunks * row_group);
+      const int64_t r1 = std::min(rows, groups * (ch + 1) / n_chunks * row_group);
+      if (r0 < r1) tile(args, r0, r1, 0, tokens);
+    } else {
+      const int64_t c0 = tokens * ch / n_chunks, c1 = tokens * (ch + 1) / n_chunks;
+      if (c0 < c1) tile(args, 0, rows, c0, c1);
+    }
+  }
+};
+
+// Runs the jobs' chunks, in order, on all threads, each thread taking the next chunk left.
+void run_jobs(ThreadPool& pool, const MatmulJob* jobs, int n_jobs) {
+  int64_t total = 0;
+  for (int j = 0; j < n_jobs; ++j) total += jobs[j].n_chunks;
+  std::atomic<int64_t> next_chunk{0};
+  pool.run([&](int, int) {
+    int job = 0;
+    int64_t job_start = 0;  // chunks of the jobs before `job`; chunk numbers only grow
+    for (int64_t ch = next_chunk.fetch_add(1, std::memory_order_relaxed); ch < total;
+         ch = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+      while (ch >= job_start + jobs[job].n_chunks) job_start += jobs[job++].n_chunks;
+      jobs[job].run_chunk(ch - job_start);
+    }
+  });
+}
+
 }  // namespace
 
 void matmul(ThreadPool& pool, const MatView& w, const MatView& x, F32Mat y) {
-  validate(w, x, y);
-  if (x.rows == 0 || w.rows == 0) return;
-  const KernelPlan kernel = pick_kernel(w);
+  matmul_same_input(pool, {MatmulTarget{w, y}}, x);
+}
 
-  cpu::MatmulArgs args;
-  args.k = w.cols;
-  args.w = static_cast<const uint8_t*>(w.data);
-  args.w_stride = w.row_stride;
-  args.y = y.data;
-  args.y_stride = y.stride;
-  if (kernel.act == cpu::ActFormat::F32) {
-    args.a = static_cast<const uint8_t*>(x.data);
-    args.a_stride = x.row_stride;
-  } else {
-    // Quantized activations live in a per-calling-thread buffer reused across calls.
-    thread_local std::vector<uint8_t> act;
-    const size_t row_bytes = cpu::act_row_bytes(kernel.act, x.cols);
-    act.resize(row_bytes * static_cast<size_t>(x.rows));
-    uint8_t* act_data = act.data();  // a pointer: inside the workers `act` names their own buffer
-    pool.parallel_for(x.rows, 4, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t)
-        cpu::quantize_act_row(kernel.act, reinterpret_cast<const float*>(x.row(t)), act_data + t * row_bytes, x.cols);
-    });
-    args.a = act_data;
-    args.a_stride = row_bytes;
-  }
+void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> targets, const MatView& x) {
+  constexpr int kMaxTargets = 4;
+  if (targets.size() > kMaxTargets)
+    fail(ErrorKind::Internal, "matmul_same_input: {} matrices, at most {}", targets.size(), kMaxTargets);
+  for (const MatmulTarget& t : targets) validate(t.w, x, t.y);
+  if (x.rows == 0) return;
 
-  // Split the weight rows (in the kernel's row groups) when there are enough of them: each
-  // thread then reads its own slice of W once per token block.
-  // Otherwise (few rows, many tokens) split the tokens.
-  // Rows are handed out as chunks from a shared counter rather than as one fixed share per
-  // thread: when a thread is descheduled or slower (a busy machine, a core sharing its cache)
-  // the others take its chunks instead of waiting for it at the end of the op.
-  const int64_t rows = w.rows, tokens = x.rows;
-  const int nth = pool.size();
-  const int64_t row_group = kernel.row_group;
-  constexpr int64_t kChunksPerThread = 8;
-  const bool split_rows = rows >= row_group * nth || tokens < nth;
-  const int64_t groups = (rows + row_group - 1) / row_group;
-  const int64_t n_chunks = std::min(groups, kChunksPerThread * nth);
-  std::atomic<int64_t> next_chunk{0};
-  pool.run([&](int ith, int n) {
-    if (split_rows) {
-      for (int64_t ch = next_chunk.fetch_add(1, std::memory_order_relaxed); ch < n_chunks;
-           ch = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-        const int64_t r0 = std::min(rows, groups * ch / n_chunks * row_group);
-        const int64_t r1 = std::min(rows, groups * (ch + 1) / n_chunks * row_group);
-        if (r0 < r1) kernel.tile(args, r0, r1, 0, tokens);
-      }
-    } else {
-      const int64_t c0 = tokens * ith / n, c1 = tokens * (ith + 1) / n;
-      if (c0 < c1) kernel.tile(args, 0, rows, c0, c1);
+  PreparedActivations act[kActFormats];
+  bool prepared[kActFormats] = {};
+  MatmulJob jobs[kMaxTargets];
+  int n_jobs = 0;
+  for (const MatmulTarget& t : targets) {
+    if (t.w.rows == 0) continue;
+    const KernelPlan kernel = pick_kernel(t.w);
+    const int f = static_cast<int>(kernel.act);
+    if (!prepared[f]) {
+      act[f] = prepare_activations(pool, kernel.act, x);
+      prepared[f] = true;
     }
-  });
+    jobs[n_jobs++] = MatmulJob(kernel, t.w, act[f], t.y, x.rows, pool.size());
+  }
+  if (n_jobs > 0) run_jobs(pool, jobs, n_jobs);
 }
 
 }  // namespace ember::ops
