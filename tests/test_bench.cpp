@@ -112,6 +112,21 @@ TEST_CASE("bench statistics: mean and sample standard deviation of per-run t/s")
   CHECK(ember::eval::BenchTest{512, 0, 4096}.name() == "pp512 @ d4096");
 }
 
+TEST_CASE("the decode roofline compares each run with the bandwidth measured around it") {
+  ember::eval::BenchRow row;
+  row.result.test = {0, 10, 0};
+  row.result.samples_ns = {1e9, 2e9, 1e9};  // 10, 5, 10 t/s
+  row.decode_bytes = 1000000000;           // 1 GB per token
+  row.mem_bw_runs = {20e9, 5e9, 12.5e9};    // the second run met a busy memory bus
+  // Per run: 10/20 = 50%, 5/5 = 100%, 10/12.5 = 80%; the median is 80%, where one
+  // bandwidth figure for all runs (the median, 12.5 GB/s) would give mean 8.33 t/s = 66.7%.
+  CHECK(row.mem_bw() == doctest::Approx(12.5e9));
+  CHECK(row.roofline_ts() == doctest::Approx(12.5));
+  CHECK(row.roofline_pct() == doctest::Approx(80.0));
+  row.mem_bw_runs.pop_back();  // a reference per run or none
+  CHECK(row.roofline_pct() == 0.0);
+}
+
 TEST_CASE("the json writer emits valid JSON that survives odd file names") {
   ember::eval::BenchModelInfo info{"we\"ird\\name.gguf", "llama 1B Q4_0", 1000, 2000};
   ember::eval::BenchRow row;

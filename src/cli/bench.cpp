@@ -153,11 +153,16 @@ int run_bench(BenchArgs& a) {
   bo.warmup = !a.no_warmup;
   const eval::BenchModelInfo info = describe_model(*model, std::filesystem::path(a.model).filename().string());
   std::vector<eval::BenchRow> rows;
-  double bandwidth = 0;
   for (const eval::BenchTest& t : tests) {
     fmt::print(stderr, "bench: {} ({} warm-up, {} runs, {} threads)\n", t.name(), bo.warmup ? 1 : 0, bo.reps, n_threads);
     eval::BenchRow row;
-    row.result = eval::run_bench_test(ctx, t, bo, tok.add_bos(), tok.bos());
+    // Decode tests get the memory bandwidth measured before the first run and after each,
+    // with the benchmark's threads, on a buffer far above the caches (about 40 ms each).
+    std::vector<double> bandwidth;
+    eval::BenchOptions test_opts = bo;
+    if (t.n_gen > 0)
+      test_opts.between_runs = [&] { bandwidth.push_back(measure_read_bandwidth(pool, size_t{256} << 20, 3).gb_per_s * 1e9); };
+    row.result = eval::run_bench_test(ctx, t, test_opts, tok.add_bos(), tok.bos());
     row.n_threads = n_threads;
     row.n_batch = a.n_batch;
     row.n_ubatch = co.n_ubatch;
@@ -167,9 +172,7 @@ int run_bench(BenchArgs& a) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
       const int64_t mean_kv = t.n_depth + (t.n_gen - 1) / 2;
       row.decode_bytes = eval::decode_bytes_per_token(*model, mean_kv, ctx.kv_bytes_per_token());
-      // Measured once, with the benchmark's threads, on a buffer far above the caches.
-      if (bandwidth == 0) bandwidth = measure_read_bandwidth(pool, size_t{256} << 20, 5).gb_per_s * 1e9;
-      row.mem_bw = bandwidth;
+      for (size_t i = 0; i + 1 < bandwidth.size(); ++i) row.mem_bw_runs.push_back(0.5 * (bandwidth[i] + bandwidth[i + 1]));
     }
     rows.push_back(row);
   }

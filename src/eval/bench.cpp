@@ -125,10 +125,12 @@ BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptio
   for (int r = 0; r < opt.reps; ++r) {
     ctx.kv_clear();
     if (test.n_depth > 0) process_prompt(ctx, test.n_depth, opt.n_batch, src, add_bos, bos);
+    if (r == 0 && opt.between_runs) opt.between_runs();
     const auto t0 = std::chrono::steady_clock::now();
     timed_part();
     const auto t1 = std::chrono::steady_clock::now();
     result.samples_ns.push_back(double(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
+    if (opt.between_runs) opt.between_runs();
   }
   return result;
 }

@@ -8,6 +8,7 @@
 // per-run tokens/second, as llama-bench reports them.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct BenchOptions {
   int n_batch = 2048;
   bool warmup = true;
   uint32_t seed = 1234;  // random prompt tokens
+  // Called before the first timed run and after each one, outside the timing: `ember bench`
+  // measures the memory bandwidth there, so each run has a reference taken around it.
+  std::function<void()> between_runs;
 };
 
 BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos);

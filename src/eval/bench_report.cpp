@@ -2,19 +2,36 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "util/json.h"
 
 namespace ember::eval {
 
 double BenchRow::ttft_ms() const { return result.test.n_prompt > 0 ? result.avg_ns() / 1e6 : 0; }
-double BenchRow::roofline_ts() const { return decode_bytes > 0 && mem_bw > 0 ? mem_bw / double(decode_bytes) : 0; }
+namespace {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+double BenchRow::mem_bw() const { return median(mem_bw_runs); }
+double BenchRow::roofline_ts() const { return decode_bytes > 0 && mem_bw() > 0 ? mem_bw() / double(decode_bytes) : 0; }
 double BenchRow::speedup() const {
   return speculative && speculative->plain_ts > 0 ? result.avg_ts() / speculative->plain_ts : 0;
 }
 
 double BenchRow::roofline_pct() const {
-  const double roof = roofline_ts();
-  return roof > 0 && result.test.n_gen > 0 && result.test.n_prompt == 0 ? 100.0 * result.avg_ts() / roof : 0;
+  const std::vector<double> ts = result.samples_ts();
+  if (decode_bytes == 0 || result.test.n_gen == 0 || result.test.n_prompt > 0 || mem_bw_runs.size() != ts.size() ||
+      ts.empty())
+    return 0;
+  std::vector<double> pct;
+  for (size_t i = 0; i < ts.size(); ++i) pct.push_back(100.0 * ts[i] * double(decode_bytes) / mem_bw_runs[i]);
+  return median(pct);
 }
 
 std::string llama_ftype_name(uint32_t ftype) {
@@ -105,9 +122,11 @@ std::string format_notes(const std::vector<BenchRow>& rows) {
                      s.accepted, 100.0 * s.acceptance(), s.tokens_per_pass());
     } else if (t.n_gen > 0 && t.n_prompt == 0 && r.decode_bytes > 0) {
       fmt::format_to(it, "{}: {:.1f} MiB read per decoded token", t.name(), double(r.decode_bytes) / (1 << 20));
-      if (r.mem_bw > 0) {
-        fmt::format_to(it, "; memory bandwidth {:.1f} GB/s -> roofline {:.1f} t/s; decode at {:.1f}% of it",
-                       r.mem_bw / 1e9, r.roofline_ts(), r.roofline_pct());
+      if (r.mem_bw() > 0) {
+        fmt::format_to(it,
+                       "; memory bandwidth {:.1f} GB/s -> roofline {:.1f} t/s; decode at {:.1f}% of it "
+                       "(median over the runs, each against the bandwidth measured around it)",
+                       r.mem_bw() / 1e9, r.roofline_ts(), r.roofline_pct());
       }
       out += "\n";
     }
@@ -135,7 +154,7 @@ std::string format_json(const BenchModelInfo& m, const std::vector<BenchRow>& ro
                    json_numbers(r.result.samples_ts(), false));
     fmt::format_to(it, "    \"ttft_ms\": {:.3f},\n    \"decode_bytes_per_token\": {},\n", r.ttft_ms(), r.decode_bytes);
     fmt::format_to(it, "    \"mem_bw_gbs\": {:.3f},\n    \"roofline_ts\": {:.3f},\n    \"roofline_pct\": {:.2f}",
-                   r.mem_bw / 1e9, r.roofline_ts(), r.roofline_pct());
+                   r.mem_bw() / 1e9, r.roofline_ts(), r.roofline_pct());
     if (r.speculative) {
       const BenchSpeculative& s = *r.speculative;
       fmt::format_to(it,
@@ -170,7 +189,7 @@ std::string format_csv(const BenchModelInfo& m, const std::vector<BenchRow>& row
                    quoted(m.filename), quoted(m.type), m.size, m.n_params, r.n_batch, r.n_ubatch, r.n_threads, r.type_k,
                    r.type_v, t.n_prompt, t.n_gen, t.n_depth, quoted(t.name()), uint64_t(r.result.avg_ns()),
                    uint64_t(r.result.stddev_ns()), r.result.avg_ts(), r.result.stddev_ts(), r.ttft_ms(), r.decode_bytes,
-                   r.mem_bw / 1e9, r.roofline_pct());
+                   r.mem_bw() / 1e9, r.roofline_pct());
     if (r.speculative) {
       const BenchSpeculative& s = *r.speculative;
       fmt::format_to(it, "{},{:.4f},{:.4f},{:.4f},{}\n", quoted(s.source), r.speedup(), s.acceptance(),
