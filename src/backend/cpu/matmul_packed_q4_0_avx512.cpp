@@ -1,0 +1,70 @@
+// Packed Q4_0 with AVX-512 VNNI (see matmul_packed_avx512.h and avx512_intrinsics.h).
+//
+// Reads the groups of matmul_packed_q4_0_avx2.cpp (per 32-element block of 8 rows: 8 fp16
+// scales, then 4 loads of 32 B whose dword r holds 4 code bytes of row r; low nibbles are
+// elements 4q..4q+3, high nibbles 16+4q..16+4q+3), two groups per 512-bit load. dpbusd of
+// such a load's nibbles (unsigned, in [0, 15]) by the 4 activations broadcast (signed) adds
+// each row's 4 products to its int32 lane: one instruction for the AVX2 kernel's maddubs,
+// int16 add and (per block) madd. The int32 dot S_r is exact either way, and the f32 steps
+//   y_r += d_r * (da * S_r - 8 * s)
+// are the AVX2 kernel's, in its order, so both give bitwise the same outputs (and one token
+// the same as a batch).
+#include "backend/cpu/avx512_intrinsics.h"
+#include "backend/cpu/matmul_packed_avx512.h"
+#include "backend/cpu/packed_tiles_avx512.h"
+
+namespace ember::cpu::EMBER_AVX512_NS {
+
+namespace {
+
+constexpr size_t kBlockBytes = kGroupRows * sizeof(block_q4_0);  // 144
+constexpr size_t kScaleBytes = kGroupRows * 2;
+
+// Groups g and (when pair) g+1 for tokens c .. c+RN-1; r_end: the range's last row + 1.
+template <int RN>
+void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) {
+  const uint8_t* lo_group = p.w + g * p.w_stride;
+  const uint8_t* hi_group = pair ? lo_group + p.w_stride : lo_group;
+  const block_q8s* a[RN];
+  for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8s*>(p.a + (c + j) * p.a_stride);
+  __m512 acc[RN];
+  for (int j = 0; j < RN; ++j) acc[j] = _mm512_setzero_ps();
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < p.k / QK4_0; ++b) {
+    const uint8_t* lo_blk = lo_group + b * kBlockBytes;
+    const uint8_t* hi_blk = hi_group + b * kBlockBytes;
+    const __m512 d = simd512::fp16_pair(lo_blk, hi_blk);
+    __m512i lo[4], hi[4];
+    for (int q = 0; q < 4; ++q) {
+      const __m512i raw = simd512::load_pair(lo_blk + kScaleBytes + 32 * q, hi_blk + kScaleBytes + 32 * q);
+      lo[q] = _mm512_and_si512(raw, nibble);
+      hi[q] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+    }
+    for (int j = 0; j < RN; ++j) {
+      const block_q8s& ab = a[j][b];
+      // Two dependency chains per token (low and high nibbles), summed once: integer sums,
+      // so the order does not change S_r.
+      __m512i s_lo = _mm512_setzero_si512(), s_hi = _mm512_setzero_si512();
+      for (int q = 0; q < 4; ++q) {
+        s_lo = _mm512_dpbusd_epi32(s_lo, lo[q], simd512::broadcast4(ab.qs + 4 * q));
+        s_hi = _mm512_dpbusd_epi32(s_hi, hi[q], simd512::broadcast4(ab.qs + 16 + 4 * q));
+      }
+      const __m512 dot = simd512::to_f32(_mm512_add_epi32(s_lo, s_hi));
+      const __m512 t = _mm512_fmsub_ps(_mm512_set1_ps(ab.d), dot, _mm512_set1_ps(8.0f * ab.s));
+      acc[j] = _mm512_fmadd_ps(d, t, acc[j]);
+    }
+  }
+  const int64_t rows = r_end - g * kGroupRows;
+  for (int j = 0; j < RN; ++j) simd512::store_rows(p.y + (c + j) * p.y_stride + g * kGroupRows, acc[j], rows);
+}
+
+}  // namespace
+
+void tile_q4_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  constexpr int RN = 4;
+  for_each_group_pair_tile<RN>(
+      r0, r1, c0, c1, [&](int64_t g, bool pair, int64_t c) { micro<RN>(p, g, pair, r1, c); },
+      [&](int64_t g, bool pair, int64_t c) { micro<1>(p, g, pair, r1, c); });
+}
+
+}  // namespace ember::cpu::EMBER_AVX512_NS
