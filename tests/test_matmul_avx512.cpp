@@ -1,0 +1,245 @@
+// The packed AVX-512 VNNI kernels (src/backend/cpu/matmul_packed_avx512.h) against the plain
+// reference loop and against the AVX2 packed kernels whose groups they read:
+// - their SIMDe build (namespace avx512_emulated, compiled into this test when CMake found
+//   SIMDe: EMBER_AVX512_EMULATION) on any CPU with AVX2, which runs the kernels' exact logic;
+// - their native build (namespace avx512, in ember_core) when the CPU has AVX-512 VNNI.
+// Odd shapes: rows that leave a pair of groups half filled and a short last group, row ranges
+// that start at an odd group (as the driver's chunks may), several blocks per row, 1 to 70
+// tokens (whole and partial 4-token tiles, and a second token block). Every output is checked
+// against the reference (nMSE), bitwise against the AVX2 kernel, bitwise between a batch and
+// each of its tokens alone (decode = batch), and for writes outside its place (sentinels).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul_packed_avx512.h"
+#include "backend/cpu/matmul_reference.h"
+#include "backend_check.h"
+#include "tensor/fp16.h"
+#include "tensor/quant.h"
+
+using namespace ember;
+
+namespace {
+
+const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K};
+
+using KernelTable = const cpu::PackedKernel* (*)(DType);
+
+struct Level {
+  const char* name;
+  KernelTable avx512;
+};
+
+// The builds of the kernels this CPU can run.
+std::vector<Level> levels() {
+  std::vector<Level> out;
+#if defined(EMBER_AVX512_EMULATION)
+  if (cpu_features().avx2) out.push_back({"avx512 emulated (SIMDe)", cpu::avx512_emulated::packed_kernel});
+#endif
+  if (cpu_features().avx512_vnni) out.push_back({"avx512 native", cpu::avx512::packed_kernel});
+  return out;
+}
+
+TEST_CASE("the AVX-512 kernel builds that run here") {
+#if defined(EMBER_AVX512_EMULATION)
+  MESSAGE((std::string("emulated AVX-512 kernels (SIMDe): ") +
+          (cpu_features().avx2 ? "tested" : "skipped (this CPU lacks AVX2)")));
+#else
+  MESSAGE("emulated AVX-512 kernels: not built (SIMDe headers not found, install libsimde-dev)");
+#endif
+  MESSAGE((std::string("native AVX-512 VNNI kernels: ") +
+          (cpu_features().avx512_vnni ? "tested" : "skipped (this CPU lacks AVX-512 VNNI)")));
+  // The types without a kernel keep the AVX2 one; those with one read its groups.
+  for (const Level& level : levels()) {
+    CHECK(level.avx512(DType::F32) == nullptr);
+    CHECK(level.avx512(DType::Q4_1) == nullptr);
+  }
+}
+
+// Row-layout weights, the packed copy the AVX2 kernel makes of them, and activations
+// quantized to the kernels' format.
+struct Problem {
+  DType type;
+  int64_t rows, k, tokens;
+  std::vector<uint8_t> w;  // rows in their block format
+  std::vector<float> x;    // tokens x k
+  const cpu::PackedKernel* avx2;
+  size_t group_bytes = 0;
+  check::GuardedBuffer packed{0};
+  std::vector<uint8_t> act;
+  size_t act_stride = 0;
+
+  Problem(DType t, int64_t rows_, int64_t k_, std::vector<uint8_t> weights, std::vector<float> acts)
+      : type(t), rows(rows_), k(k_), tokens(static_cast<int64_t>(acts.size()) / k_), w(std::move(weights)),
+        x(std::move(acts)), avx2(cpu::packed_kernel_avx2(t)) {
+    REQUIRE(avx2 != nullptr);
+    const size_t row_bytes = dtype_row_bytes(t, k);
+    group_bytes = avx2->group_bytes(k);
+    const int64_t groups = (rows + avx2->group_rows - 1) / avx2->group_rows;
+    packed = check::GuardedBuffer(group_bytes * static_cast<size_t>(groups));
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t r0 = g * avx2->group_rows;
+      const int n = static_cast<int>(std::min<int64_t>(avx2->group_rows, rows - r0));
+      avx2->pack_group(w.data() + r0 * row_bytes, row_bytes, n, k, packed.data() + g * group_bytes);
+    }
+    act_stride = cpu::act_row_bytes(avx2->act, k);
+    act.resize(act_stride * static_cast<size_t>(tokens));
+    for (int64_t t = 0; t < tokens; ++t) cpu::quantize_act_row(avx2->act, x.data() + t * k, act.data() + t * act_stride, k);
+  }
+
+  MatView weights() const { return MatView{type, k, rows, dtype_row_bytes(type, k), w.data()}; }
+
+  std::vector<float> reference() const {
+    std::vector<float> want(static_cast<size_t>(tokens * rows));
+    ops::reference::matmul(weights(), check::dense_view(x, tokens, k), check::dense_mat(want, tokens, rows));
+    return want;
+  }
+
+  // Runs `kernel` over each of the row ranges [cuts[i], cuts[i+1]) x token ranges, into y.
+  void run(const cpu::PackedKernel& kernel, check::StridedF32& y, const std::vector<int64_t>& row_cuts,
+           const std::vector<int64_t>& token_cuts) const {
+    cpu::MatmulArgs args;
+    args.k = k;
+    args.w = packed.data();
+    args.w_stride = group_bytes;
+    args.a = act.data();
+    args.a_stride = act_stride;
+    args.y = y.row(0);
+    args.y_stride = y.stride();
+    for (size_t i = 0; i + 1 < row_cuts.size(); ++i)
+      for (size_t j = 0; j + 1 < token_cuts.size(); ++j)
+        kernel.tile(args, row_cuts[i], row_cuts[i + 1], token_cuts[j], token_cuts[j + 1]);
+  }
+};
+
+int64_t differences(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return n;
+}
+
+// All the checks of one problem with one build of the kernels.
+void check_kernel(const Level& level, const Problem& pb, const std::string& what_) {
+  const std::string what = what_ + ", " + level.name;
+  INFO(what);
+  const cpu::PackedKernel* kernel = level.avx512(pb.type);
+  REQUIRE(kernel != nullptr);
+  // The same groups as the AVX2 kernel: weights are packed once, whatever level reads them.
+  const bool same_groups = kernel->group_rows == pb.avx2->group_rows && kernel->group_bytes == pb.avx2->group_bytes &&
+                           kernel->pack_group == pb.avx2->pack_group && kernel->act == pb.avx2->act;
+  CHECK(same_groups);
+
+  const std::vector<int64_t> all_rows{0, pb.rows}, all_tokens{0, pb.tokens};
+  check::StridedF32 batch(pb.tokens, pb.rows, 2);
+  pb.run(*kernel, batch, all_rows, all_tokens);
+  CHECK(batch.guards_intact());
+  check::expect_close(batch.dense(), pb.reference(), 5e-4, what);
+
+  // Bitwise as the AVX2 kernel: the same integer dots and f32 steps.
+  check::StridedF32 avx2(pb.tokens, pb.rows, 2);
+  pb.run(*pb.avx2, avx2, all_rows, all_tokens);
+  CHECK(differences(batch.dense(), avx2.dense()) == 0);
+
+  // Chunks that start at group 1 (pairs 1-2, 3-4, ...) and split tokens: a group's outputs
+  // do not depend on the group it is paired with, nor a token's on its tile.
+  std::vector<int64_t> row_cuts{0};
+  if (pb.rows > 8) row_cuts.push_back(8);
+  row_cuts.push_back(pb.rows);
+  check::StridedF32 chunked(pb.tokens, pb.rows, 1);
+  pb.run(*kernel, chunked, row_cuts, {0, pb.tokens / 2, pb.tokens});
+  CHECK(chunked.guards_intact());
+  CHECK(differences(chunked.dense(), batch.dense()) == 0);
+
+  // Decode = batch: each token alone.
+  check::StridedF32 single(pb.tokens, pb.rows, 3);
+  for (int64_t t = 0; t < pb.tokens; ++t) pb.run(*kernel, single, all_rows, {t, t + 1});
+  CHECK(single.guards_intact());
+  CHECK(differences(single.dense(), batch.dense()) == 0);
+}
+
+std::vector<uint8_t> quantized_normal(DType t, int64_t rows, int64_t k, check::Rng& rng) {
+  const size_t row_bytes = dtype_row_bytes(t, k);
+  std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> x = rng.normal(static_cast<size_t>(k));
+    quantize_row_reference(t, x.data(), w.data() + r * row_bytes, k);
+  }
+  return w;
+}
+
+int64_t block_k(DType t, int64_t blocks) { return blocks * dtype_size(t).block_size; }
+
+TEST_CASE("packed AVX-512 kernels match the reference and the AVX2 kernels on odd shapes") {
+  uint64_t seed = 11;
+  for (DType t : kTypes) {
+    // rows: 37 = 4 full groups and a short fifth (a half-filled last pair), 29 = a pair whose
+    // second group is short, 8 = one group alone. tokens: 1, 3, 4, 5, 17 and 70 (a second
+    // token block of 6, so whole and partial 4-token tiles in both).
+    struct Shape {
+      int64_t rows, blocks, tokens;
+    };
+    const int64_t b = t == DType::Q4_0 || t == DType::Q8_0 ? 5 : 2;
+    for (const Shape& s : {Shape{37, b, 1}, Shape{29, b, 3}, Shape{8, b, 4}, Shape{37, b, 5}, Shape{29, 1, 17},
+                           Shape{37, b, 70}}) {
+      check::Rng rng(seed++);
+      const int64_t k = block_k(t, s.blocks);
+      Problem pb(t, s.rows, k, quantized_normal(t, s.rows, k, rng),
+                 rng.uniform(static_cast<size_t>(s.tokens * k), -2.0f, 2.0f));
+      const std::string what = std::string(dtype_name(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(k) +
+                               ", " + std::to_string(s.tokens) + " tokens";
+      for (const Level& level : levels()) check_kernel(level, pb, what);
+    }
+  }
+}
+
+TEST_CASE("packed AVX-512 kernels on extreme codes over long rows") {
+  // As test_matmul's saturated case: every weight and activation at the edge of its range,
+  // signs aligned so that all products add up (the int32 sums' worst case).
+  const int64_t k = 4096, rows = 13, tokens = 5;
+  std::vector<float> xs(static_cast<size_t>(tokens * k));
+  for (int64_t i = 0; i < tokens * k; ++i) xs[i] = (i % 3 == 0 ? -100.0f : 100.0f);
+  for (DType t : kTypes) {
+    const size_t row_bytes = dtype_row_bytes(t, k);
+    std::vector<uint8_t> w(row_bytes * rows);
+    std::vector<float> src(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < k; ++i) src[i] = (i % 3 == 0 ? -1.0f : 1.0f) * static_cast<float>(r + 1);
+      quantize_row_reference(t, src.data(), w.data() + r * row_bytes, k);
+    }
+    Problem pb(t, rows, k, std::move(w), xs);
+    for (const Level& level : levels()) check_kernel(level, pb, std::string(dtype_name(t)) + " saturated");
+  }
+}
+
+// Blocks of random bytes (every code, scale and min pattern, Q8_0's -128 included) with
+// finite fp16 factors, which quantizing real rows rarely reaches.
+std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t k, check::Rng& rng) {
+  const size_t block_bytes = static_cast<size_t>(dtype_size(t).block_bytes);
+  std::vector<uint8_t> w(dtype_row_bytes(t, k) * static_cast<size_t>(rows));
+  for (uint8_t& byte : w) byte = static_cast<uint8_t>(rng.integer(0, 255));
+  const bool has_min = t == DType::Q4_K || t == DType::Q5_K;
+  for (size_t at = 0; at < w.size(); at += block_bytes) {
+    const uint16_t d = f32_to_fp16(rng.uniform(-0.02f, 0.02f)), dmin = f32_to_fp16(rng.uniform(-0.02f, 0.02f));
+    std::memcpy(&w[at], &d, 2);
+    if (has_min) std::memcpy(&w[at + 2], &dmin, 2);
+  }
+  return w;
+}
+
+TEST_CASE("packed AVX-512 kernels on random bit patterns") {
+  uint64_t seed = 500;
+  for (DType t : kTypes) {
+    check::Rng rng(seed++);
+    const int64_t rows = 21, tokens = 6, k = block_k(t, t == DType::Q4_0 || t == DType::Q8_0 ? 9 : 3);
+    Problem pb(t, rows, k, random_blocks(t, rows, k, rng), rng.uniform(static_cast<size_t>(tokens * k), -3.0f, 3.0f));
+    for (const Level& level : levels()) check_kernel(level, pb, std::string(dtype_name(t)) + " random blocks");
+  }
+}
+
+}  // namespace
