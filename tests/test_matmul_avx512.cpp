@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -26,7 +27,7 @@ using namespace ember;
 
 namespace {
 
-const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K};
+const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 
 using KernelTable = const cpu::PackedKernel* (*)(DType);
 
@@ -58,6 +59,7 @@ TEST_CASE("the AVX-512 kernel builds that run here") {
   for (const Level& level : levels()) {
     CHECK(level.avx512(DType::F32) == nullptr);
     CHECK(level.avx512(DType::Q4_1) == nullptr);
+    CHECK(level.avx512(DType::F16) == nullptr);
   }
 }
 
@@ -223,10 +225,11 @@ std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t k, check::Rng&
   const size_t block_bytes = static_cast<size_t>(dtype_size(t).block_bytes);
   std::vector<uint8_t> w(dtype_row_bytes(t, k) * static_cast<size_t>(rows));
   for (uint8_t& byte : w) byte = static_cast<uint8_t>(rng.integer(0, 255));
-  const bool has_min = t == DType::Q4_K || t == DType::Q5_K;
+  const bool has_min = t == DType::Q4_K || t == DType::Q5_K;  // dmin follows d
+  const size_t d_at = t == DType::Q6_K ? offsetof(block_q6_K, d) : 0;
   for (size_t at = 0; at < w.size(); at += block_bytes) {
     const uint16_t d = f32_to_fp16(rng.uniform(-0.02f, 0.02f)), dmin = f32_to_fp16(rng.uniform(-0.02f, 0.02f));
-    std::memcpy(&w[at], &d, 2);
+    std::memcpy(&w[at + d_at], &d, 2);
     if (has_min) std::memcpy(&w[at + 2], &dmin, 2);
   }
   return w;
