@@ -8,6 +8,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_packed_avx512.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/ops.h"
 #include "tensor/quant.h"
@@ -27,12 +28,17 @@ struct KernelPlan {
 KernelPlan pick_kernel(const MatView& w) {
   if (w.layout == WeightLayout::Interleaved) {
     // Packed views come from pack_weight, which only packs for a level that has the kernel.
+    // The AVX-512 VNNI kernels read the AVX2 kernels' groups (types without one keep AVX2's),
+    // two at a time (16 rows per register): chunks of whole pairs leave no pair half empty
+    // but the matrix's last.
+    if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni)
+      if (const cpu::PackedKernel* k = cpu::packed_kernel_avx512(w.type)) return {k->act, k->tile, 2 * k->group_rows};
     const cpu::PackedKernel* k = simd_level() >= SimdLevel::AVX2 ? cpu::packed_kernel_avx2(w.type) : nullptr;
     if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel reads {} weights in the interleaved layout", dtype_name(w.type));
     return {k->act, k->tile, k->group_rows};
   }
   // Rows are split in groups of 12, a multiple of every micro-tile height.
-  // No AVX-512 kernels yet: an AVX-512 machine runs the AVX2 ones.
+  // The rows layout has no AVX-512 kernels: an AVX-512 machine runs the AVX2 ones.
   const cpu::MatmulKernel* k = nullptr;
   if (simd_level() >= SimdLevel::AVX2) k = cpu::matmul_kernel_avx2(w.type);
   if (!k) k = cpu::matmul_kernel_scalar(w.type);
