@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
+#include "util/error.h"
+#include "util/stream_buffer.h"
 
 namespace ember {
 
@@ -40,7 +42,10 @@ double thread_cpu_seconds() {
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   reps = std::max(1, reps);
   const size_t words = bytes / sizeof(uint64_t);
-  std::unique_ptr<uint64_t[]> buf(new uint64_t[words]);
+  // The same kind of memory as the packed weights, so decode is compared with a like read.
+  const std::shared_ptr<uint8_t> storage = allocate_stream_buffer(words * sizeof(uint64_t));
+  if (!storage) fail(ErrorKind::OutOfMemory, "memory bandwidth: cannot allocate a {} byte buffer", bytes);
+  uint64_t* const buf = reinterpret_cast<uint64_t*>(storage.get());
   const int nth = pool.size();
   // First touch from the threads that read, so pages are mapped (and NUMA-local).
   pool.run([&](int ith, int n) {
@@ -56,7 +61,7 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
     pool.run([&](int ith, int n) {
       const size_t b = words * ith / n, e = words * (ith + 1) / n;
       const double c0 = thread_cpu_seconds();
-      sinks[static_cast<size_t>(ith) * 8] += read_words(buf.get() + b, e - b);
+      sinks[static_cast<size_t>(ith) * 8] += read_words(buf + b, e - b);
       cpu_seconds[static_cast<size_t>(ith) * 8] = thread_cpu_seconds() - c0;
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -70,7 +75,7 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   std::sort(cpu_rates.begin(), cpu_rates.end());
   uint64_t sink = 0;
   for (uint64_t v : sinks) sink += v;
-  static volatile uint64_t observed;  // keeps the reads observable
+  [[maybe_unused]] static volatile uint64_t observed;  // keeps the reads observable
   observed = sink;
   std::sort(rates.begin(), rates.end());
   ReadBandwidth out;

@@ -2,18 +2,13 @@
 // kernel (see PackedKernel in matmul_kernels.h). Packing is per group of rows and touches
 // each source byte once, so it costs about one read of the file.
 #include <algorithm>
-#include <cstdlib>
-#include <new>
-
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/ops.h"
 #include "tensor/quant.h"
 #include "util/error.h"
+#include "util/stream_buffer.h"
 
 namespace ember::ops {
 
@@ -29,20 +24,13 @@ std::optional<PackedWeight> pack_weight(const MatView& w) {
   const int64_t n_groups = (w.rows + rows_per_group - 1) / rows_per_group;
   const size_t group_bytes = kernel->group_bytes(w.cols);
   const size_t bytes = group_bytes * static_cast<size_t>(n_groups);
-  // Large matrices get 2 MiB-aligned memory marked for transparent huge pages: decode
-  // streams all of them every token, and 4 KiB pages would add a TLB miss every 4 KiB
+  // Decode streams every packed matrix each token: huge pages spare a TLB miss every 4 KiB
   // (and a page fault each while packing).
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t align = bytes >= kHugePage ? kHugePage : 64;
-  const size_t alloc_bytes = (bytes + align - 1) / align * align;
-  void* raw = std::aligned_alloc(align, alloc_bytes);
-  if (!raw) fail(ErrorKind::OutOfMemory, "pack_weight: cannot allocate {} bytes for a {}x{} {} matrix", bytes, w.rows,
-                 w.cols, dtype_name(w.type));
-#ifdef MADV_HUGEPAGE
-  if (align == kHugePage) madvise(raw, alloc_bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
   PackedWeight p;
-  p.storage = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(raw), [](uint8_t* q) { std::free(q); });
+  p.storage = allocate_stream_buffer(bytes);
+  if (!p.storage)
+    fail(ErrorKind::OutOfMemory, "pack_weight: cannot allocate {} bytes for a {}x{} {} matrix", bytes, w.rows, w.cols,
+         dtype_name(w.type));
   p.bytes = bytes;
   for (int64_t g = 0; g < n_groups; ++g) {
     const int64_t r0 = g * rows_per_group;
