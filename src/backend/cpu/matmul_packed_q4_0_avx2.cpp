@@ -59,6 +59,7 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < p.k / QK4_0; ++b) {
     const uint8_t* blk = group + b * kBlockBytes;
+    if constexpr (RN == 1) prefetch_ahead(blk, kBlockBytes);
     const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
     __m256i lo[4], hi[4];
     for (int q = 0; q < 4; ++q) {

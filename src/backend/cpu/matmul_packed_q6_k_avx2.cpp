@@ -135,6 +135,7 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
   for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < p.k / QK_K; ++b) {
     const uint8_t* sb = group + b * kSuperBytes;
+    if constexpr (RN == 1) prefetch_ahead(sb, kSuperBytes);
     __m256i isum[RN];
     for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
     for (int k = 0; k < kSubBlocks / 2; ++k) {

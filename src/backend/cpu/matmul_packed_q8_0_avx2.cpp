@@ -75,6 +75,12 @@ void micro(const MatmulArgs& p, int64_t g, int64_t r_end, int64_t c) {
     for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (RN == 1) {  // two streams per group: the scales and the codes
+      for (int i = 0; i < G; ++i) {
+        prefetch_ahead(scales[i] + b * kScaleBytes, kScaleBytes);
+        prefetch_ahead(codes[i] + b * kCodeBytes, kCodeBytes);
+      }
+    }
     __m256i dot[G][RN];
     for (int i = 0; i < G; ++i)
       for (int j = 0; j < RN; ++j) dot[i][j] = _mm256_setzero_si256();

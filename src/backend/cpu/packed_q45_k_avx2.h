@@ -142,6 +142,7 @@ struct Kernel {
     for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < p.k / QK_K; ++b) {
       const uint8_t* sb = group + b * kSuperBytes;
+      if constexpr (RN == 1) prefetch_ahead(sb, kSuperBytes);
       const RowScales scales(sb + kScaleOff);
       __m256i isum[RN];
       for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
