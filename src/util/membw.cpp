@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/thread_pool.h"
@@ -18,14 +19,18 @@ namespace ember {
 namespace {
 
 // Sums 64-bit words with 8 independent accumulators so the loop is bound by loads, not by
-// an add chain; the compiler turns it into vector loads. The result is returned so the
-// reads cannot be optimised away.
-uint64_t read_words(const uint64_t* p, size_t n) {
+// an add chain; the compiler turns it into vector loads. With `streams` > 1 the range is
+// read as that many equal parts in lockstep, 64 bytes from each in turn: the hardware
+// prefetchers then follow several streams at once, as they do for kernels that read
+// several row groups together (some read faster that way than one stream allows). The
+// result is returned so the reads cannot be optimised away.
+uint64_t read_words(const uint64_t* p, size_t n, int streams) {
+  const size_t part = n / streams / 8 * 8;
   uint64_t acc[8] = {};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += p[i + j];
-  for (; i < n; ++i) acc[0] += p[i];
+  for (size_t i = 0; i < part; i += 8)
+    for (int s = 0; s < streams; ++s)
+      for (int j = 0; j < 8; ++j) acc[j] += p[s * part + i + j];
+  for (size_t i = part * streams; i < n; ++i) acc[0] += p[i];
   uint64_t s = 0;
   for (uint64_t a : acc) s += a;
   return s;
@@ -56,20 +61,28 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   std::vector<double> rates, cpu_rates;
   std::vector<double> cpu_seconds(static_cast<size_t>(nth) * 8);  // one cache line per thread
   const double total = static_cast<double>(words * sizeof(uint64_t));
-  for (int r = 0; r <= reps; ++r) {
+  // One pass over the buffer with `streams` streams per thread: wall-clock and CPU-time rates.
+  auto timed_pass = [&](int streams) {
     const auto t0 = std::chrono::steady_clock::now();
     pool.run([&](int ith, int n) {
       const size_t b = words * ith / n, e = words * (ith + 1) / n;
       const double c0 = thread_cpu_seconds();
-      sinks[static_cast<size_t>(ith) * 8] += read_words(buf + b, e - b);
+      sinks[static_cast<size_t>(ith) * 8] += read_words(buf + b, e - b, streams);
       cpu_seconds[static_cast<size_t>(ith) * 8] = thread_cpu_seconds() - c0;
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double slowest = 0.0;
     for (int i = 0; i < nth; ++i) slowest = std::max(slowest, cpu_seconds[static_cast<size_t>(i) * 8]);
+    return std::pair<double, double>{total / s / 1e9, total / slowest / 1e9};
+  };
+  // Each repetition keeps the faster of one and two streams per thread: the reference is the
+  // best these reads reach, so a kernel's share of it is not flattered by a slow pattern.
+  for (int r = 0; r <= reps; ++r) {
+    const std::pair<double, double> one = timed_pass(1), two = timed_pass(2);
+    const std::pair<double, double>& best = one.first >= two.first ? one : two;
     if (r > 0) {  // r = 0 warms up
-      rates.push_back(total / s / 1e9);
-      cpu_rates.push_back(total / slowest / 1e9);
+      rates.push_back(best.first);
+      cpu_rates.push_back(best.second);
     }
   }
   std::sort(cpu_rates.begin(), cpu_rates.end());

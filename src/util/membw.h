@@ -21,7 +21,8 @@ struct ReadBandwidth {
 };
 
 // Reads a `bytes` buffer (choose it well above the last-level cache) with all of the pool's
-// threads, `reps` times after one warm-up pass, and reports the median. The buffer is on
+// threads, `reps` times after one warm-up pass (each time the faster of one and two
+// streams per thread), and reports the median. The buffer is on
 // the pages the packed weights get (util/stream_buffer.h), so decode meets a like read.
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes = size_t{512} << 20, int reps = 7);
 
