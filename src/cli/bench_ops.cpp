@@ -183,11 +183,9 @@ int run_bench_ops(const BenchOpsFlags& f) {
 
   fmt::print("ember bench-ops: SIMD {} (CPU: {}), medians of {} reps\n", simd_level_name(simd_level()),
              cpu_features_string(), f.reps);
-  std::vector<double> bandwidth;
   for (int t : thread_counts) {
     ThreadPool pool(t);
     ReadBandwidth bw = measure_read_bandwidth(pool, size_t{512} << 20, f.reps);
-    bandwidth.push_back(bw.gb_per_s);
     fmt::print(
         "memory read bandwidth, {} thread{}: {:.1f} GB/s (min {:.1f}, max {:.1f}; {} MiB buffer); "
         "by thread CPU time {:.1f} GB/s\n",
@@ -196,9 +194,11 @@ int run_bench_ops(const BenchOpsFlags& f) {
 
   if (!f.no_matvec) {
     print_core_throughput(types);
-    fmt::print("\nmatvec (1 token, weights cycled over >= 256 MiB so they come from DRAM)\n");
-    fmt::print("| type | layout | rows x cols | threads | us/call | GB/s | % of read bw | best GB/s |\n");
-    fmt::print("|------|--------|-------------|--------:|--------:|-----:|-------------:|----------:|\n");
+    // The read bandwidth of this VM drifts by a quarter within minutes: each figure is set
+    // against the mean of two measurements taken just before and just after it.
+    fmt::print("\nmatvec (1 token, weights cycled over >= 256 MiB so they come from DRAM; read bw measured around each row)\n");
+    fmt::print("| type | layout | rows x cols | threads | us/call | GB/s | read bw GB/s | % of read bw | best GB/s |\n");
+    fmt::print("|------|--------|-------------|--------:|--------:|-----:|-------------:|-------------:|----------:|\n");
     const int64_t shapes[][2] = {{4096, 4096}, {4096, 14336}};
     for (DType t : types) for (bool packed : layouts_of(t)) {
       for (const auto& s : shapes) {
@@ -208,13 +208,15 @@ int run_bench_ops(const BenchOpsFlags& f) {
         for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
           ThreadPool pool(thread_counts[ti]);
           const int reps = std::max(f.reps, 3 * w.copies);  // every copy read a few times
+          const double bw_before = measure_read_bandwidth(pool, size_t{256} << 20, 3).gb_per_s;
           const Timing tm = time_calls(reps, [&](int i) {
             ops::matmul(pool, w.view(i), MatView{DType::F32, s[1], 1, static_cast<size_t>(s[1]) * 4, x.data()},
                         F32Mat{y.data(), s[0], 1, s[0]});
           });
+          const double bw = 0.5 * (bw_before + measure_read_bandwidth(pool, size_t{256} << 20, 3).gb_per_s);
           const double gbs = static_cast<double>(w.matrix_bytes) / tm.median / 1e9;
-          fmt::print("| {} | {} | {}x{} | {} | {:.0f} | {:.1f} | {:.0f}% | {:.1f} |\n", dtype_name(t), layout_name(packed), s[0], s[1],
-                     thread_counts[ti], tm.median * 1e6, gbs, 100.0 * gbs / bandwidth[ti],
+          fmt::print("| {} | {} | {}x{} | {} | {:.0f} | {:.1f} | {:.1f} | {:.0f}% | {:.1f} |\n", dtype_name(t), layout_name(packed),
+                     s[0], s[1], thread_counts[ti], tm.median * 1e6, gbs, bw, 100.0 * gbs / bw,
                      static_cast<double>(w.matrix_bytes) / tm.best / 1e9);
         }
       }
