@@ -72,34 +72,36 @@ inline float hsum(__m512 v) {
   return lane[0];
 }
 
-// Outputs of weight rows r .. r+RM-1 for tokens c .. c+RN-1.
+// Activation rows rounded to bf16, each zero-padded to whole chunks.
+struct RoundedRows {
+  const uint16_t* data;
+  int64_t stride;  // elements: k rounded up to a whole chunk
+  const uint16_t* row(int j) const { return data + j * stride; }
+};
+
+// Outputs of weight rows r .. r+RM-1 for the RN rounded activation rows (tokens c .. c+RN-1).
 template <int RM, int RN>
-void micro(const MatmulArgs& p, int64_t r, int64_t c) {
+void micro(const MatmulArgs& p, const RoundedRows& act, int64_t r, int64_t c) {
   const uint16_t* w[RM];
-  const float* a[RN];
   for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const uint16_t*>(p.w + (r + i) * p.w_stride);
-  for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const float*>(p.a + (c + j) * p.a_stride);
   __m512 acc[RM][RN];
   for (int i = 0; i < RM; ++i)
     for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
   const int64_t whole = p.k / kChunk * kChunk;
   for (int64_t e = 0; e < whole; e += kChunk) {
     __m512bh av[RN];
-    for (int j = 0; j < RN; ++j) av[j] = round_chunk(_mm512_loadu_ps(a[j] + e), _mm512_loadu_ps(a[j] + e + 16));
+    for (int j = 0; j < RN; ++j) av[j] = as_bf16(_mm512_loadu_si512(act.row(j) + e));
     for (int i = 0; i < RM; ++i) {
       const __m512bh wv = as_bf16(_mm512_loadu_si512(w[i] + e));
       for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], wv, av[j]);
     }
   }
   if (const int64_t rest = p.k - whole; rest > 0) {
-    // Copied into zeroed chunks: nothing past the rows is read (masked loads would do that
-    // natively, but SIMDe's may read the whole 64 bytes).
+    // The weights' last elements copied into a zeroed chunk (nothing past the row is read;
+    // masked loads would do that natively, but SIMDe's may read all 64 bytes); the
+    // activations' padding is zero already.
     __m512bh av[RN];
-    for (int j = 0; j < RN; ++j) {
-      alignas(64) float t[kChunk] = {};
-      std::memcpy(t, a[j] + whole, static_cast<size_t>(rest) * sizeof(float));
-      av[j] = round_chunk(_mm512_load_ps(t), _mm512_load_ps(t + 16));
-    }
+    for (int j = 0; j < RN; ++j) av[j] = as_bf16(_mm512_loadu_si512(act.row(j) + whole));
     for (int i = 0; i < RM; ++i) {
       alignas(64) uint16_t t[kChunk] = {};
       std::memcpy(t, w[i] + whole, static_cast<size_t>(rest) * sizeof(uint16_t));
@@ -111,32 +113,77 @@ void micro(const MatmulArgs& p, int64_t r, int64_t c) {
     for (int i = 0; i < RM; ++i) p.y[(c + j) * p.y_stride + r + i] = hsum(acc[i][j]);
 }
 
-// Prefill: tiles of 4 rows x 4 tokens (16 accumulators, 4 rounded activation chunks and one
-// weight chunk: 21 of the 32 registers). Decode: 4 rows per token, as the AVX2 kernel.
-// The shapes are not tuned on AVX-512 hardware (none here).
+// Rounds activation rows c .. c+n-1 into dst (n rows of `stride` elements).
+void round_rows(const MatmulArgs& p, int64_t c, int n, uint16_t* dst, int64_t stride) {
+  const int64_t whole = p.k / kChunk * kChunk;
+  for (int j = 0; j < n; ++j, dst += stride) {
+    const float* a = reinterpret_cast<const float*>(p.a + (c + j) * p.a_stride);
+    for (int64_t e = 0; e < whole; e += kChunk) {
+      const __m512bh h = round_chunk(_mm512_loadu_ps(a + e), _mm512_loadu_ps(a + e + 16));
+      std::memcpy(dst + e, &h, sizeof h);
+    }
+    if (whole < p.k) {
+      alignas(64) float t[kChunk] = {};
+      std::memcpy(t, a + whole, static_cast<size_t>(p.k - whole) * sizeof(float));
+      const __m512bh h = round_chunk(_mm512_load_ps(t), _mm512_load_ps(t + 16));
+      std::memcpy(dst + whole, &h, sizeof h);
+    }
+  }
+}
+
+// A heap buffer (no std:: template here: an AVX-512 compiled copy of an inline library
+// function could be the one the linker keeps for the whole program).
+class Buffer {
+ public:
+  explicit Buffer(size_t n) : p_(new uint16_t[n]) {}
+  ~Buffer() { delete[] p_; }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  uint16_t* data() { return p_; }
+
+ private:
+  uint16_t* p_;
+};
+
+// Prefill: tiles of 4 rows x 4 tokens (16 accumulators, 4 activation chunks and one weight
+// chunk: 21 of the 32 registers). Decode: 4 rows for the one token, as the AVX2 kernel.
+// The tokens are rounded a block (kTokenBlock) at a time into a buffer that stays in L2
+// while every weight row of the range meets it (as the AVX2 kernels sweep their blocks), so
+// each activation is rounded once per call, not once per row tile.
+// The shapes are not tuned beyond one A/B on a Xeon with AVX512_BF16 (see the report).
 constexpr int kRows = 4, kTokens = 4;
 
+template <int RN>
+void rows_for_tokens(const MatmulArgs& p, const RoundedRows& act, int64_t r0, int64_t r1, int64_t c) {
+  int64_t r = r0;
+  for (; r + kRows <= r1; r += kRows) micro<kRows, RN>(p, act, r, c);
+  for (; r < r1; ++r) micro<1, RN>(p, act, r, c);
+}
+
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  if (c1 - c0 < kTokens) {
-    for (int64_t c = c0; c < c1; ++c) {
-      int64_t r = r0;
-      for (; r + kRows <= r1; r += kRows) micro<kRows, 1>(p, r, c);
-      for (; r < r1; ++r) micro<1, 1>(p, r, c);
+  const int64_t stride = (p.k + kChunk - 1) / kChunk * kChunk;
+  Buffer buf(static_cast<size_t>((c1 - c0 < kTokenBlock ? c1 - c0 : kTokenBlock) * stride));
+  for (int64_t cb = c0; cb < c1; cb += kTokenBlock) {
+    const int64_t ce = cb + kTokenBlock < c1 ? cb + kTokenBlock : c1;
+    round_rows(p, cb, static_cast<int>(ce - cb), buf.data(), stride);
+    const auto at = [&](int64_t c) { return RoundedRows{buf.data() + (c - cb) * stride, stride}; };
+    if (ce - cb < kTokens) {
+      for (int64_t c = cb; c < ce; ++c) rows_for_tokens<1>(p, at(c), r0, r1, c);
+      continue;
     }
-    return;
+    for_each_tile<kRows, kTokens>(
+        r0, r1, cb, ce, [&](int64_t r, int64_t c) { micro<kRows, kTokens>(p, at(c), r, c); },
+        [&](int64_t r, int rm, int64_t c, int rn) {
+          if (rm == kRows) {
+            for (int j = 0; j < rn; ++j) micro<kRows, 1>(p, at(c + j), r, c + j);
+          } else if (rn == kTokens) {
+            for (int i = 0; i < rm; ++i) micro<1, kTokens>(p, at(c), r + i, c);
+          } else {
+            for (int i = 0; i < rm; ++i)
+              for (int j = 0; j < rn; ++j) micro<1, 1>(p, at(c + j), r + i, c + j);
+          }
+        });
   }
-  for_each_tile<kRows, kTokens>(
-      r0, r1, c0, c1, [&](int64_t r, int64_t c) { micro<kRows, kTokens>(p, r, c); },
-      [&](int64_t r, int rm, int64_t c, int rn) {
-        if (rm == kRows) {
-          for (int j = 0; j < rn; ++j) micro<kRows, 1>(p, r, c + j);
-        } else if (rn == kTokens) {
-          for (int i = 0; i < rm; ++i) micro<1, kTokens>(p, r + i, c);
-        } else {
-          for (int i = 0; i < rm; ++i)
-            for (int j = 0; j < rn; ++j) micro<1, 1>(p, r + i, c + j);
-        }
-      });
 }
 
 }  // namespace
