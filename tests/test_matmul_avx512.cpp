@@ -337,11 +337,12 @@ void check_bf16_kernel(const Bf16Level& level, const Bf16Problem& pb, const std:
 
 TEST_CASE("AVX-512 BF16 kernel matches the reference on odd shapes") {
   // k: 37 = one chunk and a tail, 64 = whole chunks only, 300 = 9 chunks and a tail of 12.
-  // rows: 5, 13, 29 (whole and partial 4-row tiles); tokens: 1 (decode), 3 (below a tile), 17.
+  // rows: 5, 13, 29 (whole and partial 4-row tiles); tokens: 1 (decode), 3 (below a tile),
+  // 17, and a second token block of 2 (66: below a tile) or 6 (70: a tile and a partial one).
   uint64_t seed = 900;
   for (int64_t rows : {5, 13, 29})
     for (int64_t k : {37, 64, 300})
-      for (int64_t tokens : {1, 3, 17}) {
+      for (int64_t tokens : {1, 3, 17, 66, 70}) {
         check::Rng rng(seed++);
         Bf16Problem pb{rows, k, tokens, quantized_normal(DType::BF16, rows, k, rng),
                        rng.uniform(static_cast<size_t>(tokens * k), -2.0f, 2.0f)};
