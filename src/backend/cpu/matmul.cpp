@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul_bf16_avx512.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_packed_avx512.h"
 #include "backend/cpu/thread_pool.h"
@@ -38,9 +39,12 @@ KernelPlan pick_kernel(const MatView& w) {
     return {k->act, k->tile, k->group_rows};
   }
   // Rows are split in groups of 12, a multiple of every micro-tile height.
-  // The rows layout has no AVX-512 kernels: an AVX-512 machine runs the AVX2 ones.
+  // The rows layout's only AVX-512 kernel is BF16's (dpbf16, activations rounded to bf16);
+  // other types on an AVX-512 machine run the AVX2 ones.
   const cpu::MatmulKernel* k = nullptr;
-  if (simd_level() >= SimdLevel::AVX2) k = cpu::matmul_kernel_avx2(w.type);
+  if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_bf16 && w.type == DType::BF16)
+    k = cpu::avx512::matmul_kernel_bf16();
+  if (!k && simd_level() >= SimdLevel::AVX2) k = cpu::matmul_kernel_avx2(w.type);
   if (!k) k = cpu::matmul_kernel_scalar(w.type);
   if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel for weight type {}", dtype_name(w.type));
   return {k->act, k->tile, 12};
