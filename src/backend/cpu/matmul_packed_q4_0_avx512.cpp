@@ -33,6 +33,10 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
   for (int64_t b = 0; b < p.k / QK4_0; ++b) {
     const uint8_t* lo_blk = lo_group + b * kBlockBytes;
     const uint8_t* hi_blk = hi_group + b * kBlockBytes;
+    if constexpr (RN == 1) {  // decode: see prefetch_ahead (hi is lo again without a pair)
+      prefetch_ahead(lo_blk, kBlockBytes);
+      prefetch_ahead(hi_blk, kBlockBytes);
+    }
     const __m512 d = simd512::fp16_pair(lo_blk, hi_blk);
     __m512i lo[4], hi[4];
     for (int q = 0; q < 4; ++q) {

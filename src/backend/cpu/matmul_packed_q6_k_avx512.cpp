@@ -60,6 +60,10 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
   for (int64_t b = 0; b < p.k / QK_K; ++b) {
     const uint8_t* lo_sb = lo_group + b * kSuperBytes;
     const uint8_t* hi_sb = hi_group + b * kSuperBytes;
+    if constexpr (RN == 1) {  // decode: see prefetch_ahead (hi is lo again without a pair)
+      prefetch_ahead(lo_sb, kSuperBytes);
+      prefetch_ahead(hi_sb, kSuperBytes);
+    }
     __m512i isum[RN];
     for (int j = 0; j < RN; ++j) isum[j] = _mm512_setzero_si512();
     for (int k = 0; k < kSubBlocks / 2; ++k) {

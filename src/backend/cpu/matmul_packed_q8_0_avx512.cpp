@@ -37,6 +37,12 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
   for (int j = 0; j < RN; ++j) acc[j] = _mm512_setzero_ps();
   const __m512i zero = _mm512_setzero_si512();
   for (int64_t b = 0; b < nb; ++b) {
+    if constexpr (RN == 1) {  // decode: see prefetch_ahead; scales and codes of both groups
+      prefetch_ahead(lo_scales + b * kScaleBytes, kScaleBytes);
+      prefetch_ahead(hi_scales + b * kScaleBytes, kScaleBytes);
+      prefetch_ahead(lo_codes + b * kCodeBytes, kCodeBytes);
+      prefetch_ahead(hi_codes + b * kCodeBytes, kCodeBytes);
+    }
     // Two dependency chains per token (even and odd loads), summed once: integer sums.
     __m512i dot[RN][2];
     for (int j = 0; j < RN; ++j) dot[j][0] = dot[j][1] = zero;

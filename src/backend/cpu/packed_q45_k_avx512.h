@@ -81,6 +81,10 @@ struct Kernel {
     for (int64_t b = 0; b < p.k / QK_K; ++b) {
       const uint8_t* lo_sb = lo_group + b * kSuperBytes;
       const uint8_t* hi_sb = hi_group + b * kSuperBytes;
+      if constexpr (RN == 1) {  // decode: see prefetch_ahead (hi is lo again without a pair)
+        prefetch_ahead(lo_sb, kSuperBytes);
+        prefetch_ahead(hi_sb, kSuperBytes);
+      }
       const RowScales16 scales(lo_sb + q45::kScaleOff, hi_sb + q45::kScaleOff);
       __m512i isum[RN];
       for (int j = 0; j < RN; ++j) isum[j] = _mm512_setzero_si512();
