@@ -37,8 +37,9 @@ fuzz: deps
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
 	@mkdir -p build-fuzz/corpus && build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -dict=tests/fuzz/gguf.dict build-fuzz/corpus tests/fuzz/seeds
 
-# Copies CLI11, fmt and doctest headers into third_party/ so the tree builds on machines
-# without Debian packages (GPU machines): carry third_party/ along with the source.
+# Copies CLI11, fmt and doctest headers (and ../shared, the tests' data) into third_party/ so
+# the tree builds and tests on machines without Debian packages (GPU machines): carry
+# third_party/ along with the source.
 third_party:
 	@tools/vendor-deps
 
