@@ -157,11 +157,10 @@ int run_bench(BenchArgs& a) {
     fmt::print(stderr, "bench: {} ({} warm-up, {} runs, {} threads)\n", t.name(), bo.warmup ? 1 : 0, bo.reps, n_threads);
     eval::BenchRow row;
     // Decode tests get the memory bandwidth measured before the first run and after each,
-    // with the benchmark's threads, on a buffer far above the caches (about 40 ms each).
+    // with the benchmark's threads.
     std::vector<double> bandwidth;
     eval::BenchOptions test_opts = bo;
-    if (t.n_gen > 0)
-      test_opts.between_runs = [&] { bandwidth.push_back(measure_read_bandwidth(pool, size_t{256} << 20, 3).gb_per_s * 1e9); };
+    if (t.n_gen > 0) test_opts.between_runs = [&] { bandwidth.push_back(spot_read_bandwidth(pool) * 1e9); };
     row.result = eval::run_bench_test(ctx, t, test_opts, tok.add_bos(), tok.bos());
     row.n_threads = n_threads;
     row.n_batch = a.n_batch;

@@ -208,12 +208,12 @@ int run_bench_ops(const BenchOpsFlags& f) {
         for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
           ThreadPool pool(thread_counts[ti]);
           const int reps = std::max(f.reps, 3 * w.copies);  // every copy read a few times
-          const double bw_before = measure_read_bandwidth(pool, size_t{256} << 20, 3).gb_per_s;
+          const double bw_before = spot_read_bandwidth(pool);
           const Timing tm = time_calls(reps, [&](int i) {
             ops::matmul(pool, w.view(i), MatView{DType::F32, s[1], 1, static_cast<size_t>(s[1]) * 4, x.data()},
                         F32Mat{y.data(), s[0], 1, s[0]});
           });
-          const double bw = 0.5 * (bw_before + measure_read_bandwidth(pool, size_t{256} << 20, 3).gb_per_s);
+          const double bw = 0.5 * (bw_before + spot_read_bandwidth(pool));
           const double gbs = static_cast<double>(w.matrix_bytes) / tm.median / 1e9;
           fmt::print("| {} | {} | {}x{} | {} | {:.0f} | {:.1f} | {:.1f} | {:.0f}% | {:.1f} |\n", dtype_name(t), layout_name(packed),
                      s[0], s[1], thread_counts[ti], tm.median * 1e6, gbs, bw, 100.0 * gbs / bw,

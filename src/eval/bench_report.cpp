@@ -19,7 +19,10 @@ double median(std::vector<double> v) {
 }  // namespace
 
 double BenchRow::mem_bw() const { return median(mem_bw_runs); }
-double BenchRow::roofline_ts() const { return decode_bytes > 0 && mem_bw() > 0 ? mem_bw() / double(decode_bytes) : 0; }
+double BenchRow::roofline_ts() const {
+  const double bw = mem_bw();
+  return decode_bytes > 0 && bw > 0 ? bw / double(decode_bytes) : 0;
+}
 double BenchRow::speedup() const {
   return speculative && speculative->plain_ts > 0 ? result.avg_ts() / speculative->plain_ts : 0;
 }

@@ -26,4 +26,9 @@ struct ReadBandwidth {
 // the pages the packed weights get (util/stream_buffer.h), so decode meets a like read.
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes = size_t{512} << 20, int reps = 7);
 
+// A short measurement (256 MiB, 3 repetitions: about 40 ms) in GB/s, for benchmarks that take
+// one just before and one just after each timed figure, because this kind of machine's
+// bandwidth drifts (`ember bench` decode runs, `ember bench-ops` DRAM matvec rows).
+double spot_read_bandwidth(ThreadPool& pool);
+
 }  // namespace ember

@@ -168,18 +168,14 @@ void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> tar
   for (const MatmulTarget& t : targets) validate(t.w, x, t.y);
   if (x.rows == 0) return;
 
-  PreparedActivations act[kActFormats];
-  bool prepared[kActFormats] = {};
+  PreparedActivations act[kActFormats];  // data == nullptr: not prepared yet
   MatmulJob jobs[kMaxTargets];
   int n_jobs = 0;
   for (const MatmulTarget& t : targets) {
     if (t.w.rows == 0) continue;
     const KernelPlan kernel = pick_kernel(t.w);
     const int f = static_cast<int>(kernel.act);
-    if (!prepared[f]) {
-      act[f] = prepare_activations(pool, kernel.act, x);
-      prepared[f] = true;
-    }
+    if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, x);
     jobs[n_jobs++] = MatmulJob(kernel, t.w, act[f], t.y, x.rows, pool.size());
   }
   if (n_jobs > 0) run_jobs(pool, jobs, n_jobs);

@@ -1,6 +1,7 @@
 // The walk shared by the packed kernels (PackedKernel in matmul_kernels.h): rows in whole
 // groups, tokens in blocks of kTokenBlock, then tiles of one group x RN tokens.
-// Included by *_avx2.cpp files only: the lambdas make every instantiation local to its file.
+// Included by the *_avx2.cpp and *_avx512.cpp kernel files only: the lambdas make every
+// instantiation local to its file.
 #pragma once
 #include <immintrin.h>
 
