@@ -10,10 +10,12 @@
 // many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
 // item (up to kMaxRunElements of each row): a cache row holds every head side by side, and
 // decoding long runs reads the ring nearly sequentially, where per-head items would read it
-// in head_dim-sized strides (measured ~2x more CPU time at depth 2048). The ring is then split across threads (flash-decoding); each split
-// leaves its (m, l, acc) and a final pass merges them. Key tiles whose positions cannot be visible to
-// any query of the tile (future keys in prefill, keys behind the window, empty slots) are
-// skipped; tiles visible to every query skip the per-element mask.
+// in head_dim-sized strides (measured ~2x more CPU time at depth 2048). The ring's filled
+// tiles are then split across threads (flash-decoding); each split leaves its (m, l, acc) and
+// a final pass merges them. A ring with too few keys to split gives the threads KV heads
+// instead. Key tiles whose positions cannot be visible to any query of the tile (future keys
+// in prefill, keys behind the window) are skipped, empty ones never handed out; tiles visible
+// to every query skip the per-element mask.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -88,18 +90,18 @@ struct Plan {
   const attn::Kernels* kern;
   F32Mat out;
   int group;          // query heads per KV head
-  int heads_kv;       // KV heads per item (1, or all of them for a single query tile)
+  int heads_kv;       // KV heads per item (1 for prefill; for decode as many as fit, fewer for a short ring)
   int tokens;         // tokens per query tile
   int64_t n_qtiles;
-  int64_t n_ktiles;
   int splits;         // key splits per (KV head, query tile)
-  std::vector<KeyTileSpan> spans;
-  std::vector<float> partial;  // splits > 1: per (split, token, head): m, l, acc[head_dim]
+  std::vector<KeyTileSpan> spans;  // every key tile of the ring
+  std::vector<int64_t> tiles;      // the tiles that hold a key, in ring order: the splits share these
+  float* partial = nullptr;        // splits > 1: per (split, token, head): m, l, acc[head_dim]
 
   int64_t items() const { return static_cast<int64_t>(p->n_head_kv / heads_kv) * n_qtiles * splits; }
   size_t partial_stride() const { return static_cast<size_t>(p->head_dim) + 2; }
   float* partial_at(int split, int64_t t, int h) {
-    return partial.data() + ((static_cast<size_t>(split) * q->rows + t) * p->n_head + h) * partial_stride();
+    return partial + ((static_cast<size_t>(split) * q->rows + t) * p->n_head + h) * partial_stride();
   }
 };
 
@@ -182,13 +184,15 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
   std::fill_n(sc.m.begin(), rows, -std::numeric_limits<float>::infinity());
   std::fill_n(sc.l.begin(), rows, 0.0f);
 
-  const int64_t kt_begin = plan.n_ktiles * split / plan.splits;
-  const int64_t kt_end = plan.n_ktiles * (split + 1) / plan.splits;
+  const int64_t n_tiles = static_cast<int64_t>(plan.tiles.size());
+  const int64_t tile_begin = n_tiles * split / plan.splits;
+  const int64_t tile_end = n_tiles * (split + 1) / plan.splits;
   const int64_t head_begin = static_cast<int64_t>(g0) * d;
   const int64_t run = static_cast<int64_t>(plan.heads_kv) * d;  // elements decoded per cache row
-  for (int64_t kt = kt_begin; kt < kt_end; ++kt) {
+  for (int64_t i = tile_begin; i < tile_end; ++i) {
+    const int64_t kt = plan.tiles[i];
     const KeyTileSpan& span = plan.spans[kt];
-    if (span.max_pos < 0 || span.min_pos > q_max) continue;
+    if (span.min_pos > q_max) continue;
     if (p.window > 0 && static_cast<int64_t>(q_min) - span.max_pos >= p.window) continue;
     const int64_t j0 = kt * kKeyTile;
     const int nk = static_cast<int>(std::min<int64_t>(kKeyTile, kv.n_slots - j0));
@@ -312,9 +316,7 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   plan.tokens = static_cast<int>(std::clamp<int64_t>(kQueryRows / plan.group, 1, q.rows));
   plan.n_qtiles = (q.rows + plan.tokens - 1) / plan.tokens;
   plan.heads_kv = plan.n_qtiles == 1 ? heads_per_item(p.n_head_kv, p.head_dim) : 1;
-  plan.n_ktiles = (kv.n_slots + kKeyTile - 1) / kKeyTile;
-
-  plan.spans.resize(static_cast<size_t>(plan.n_ktiles));
+  plan.spans.resize(static_cast<size_t>((kv.n_slots + kKeyTile - 1) / kKeyTile));
   for (int64_t j = 0; j < kv.n_slots; ++j) {
     KeyTileSpan& span = plan.spans[j / kKeyTile];
     const int32_t pos = kv.slot_pos[j];
@@ -325,6 +327,12 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
     span.min_pos = std::min(span.min_pos, pos);
     span.max_pos = std::max(span.max_pos, pos);
   }
+  // Splits share out only the tiles that hold keys: a decode early in a large ring then
+  // splits the keys it has, not the empty slots after them.
+  plan.tiles.clear();
+  for (size_t kt = 0; kt < plan.spans.size(); ++kt)
+    if (plan.spans[kt].max_pos >= 0) plan.tiles.push_back(static_cast<int64_t>(kt));
+  const int64_t n_tiles = static_cast<int64_t>(plan.tiles.size());
 
   // Enough items to keep every thread busy: split the ring when heads x query tiles is few.
   const int64_t base_items = static_cast<int64_t>(p.n_head_kv / plan.heads_kv) * plan.n_qtiles;
@@ -332,9 +340,20 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   plan.splits = 1;
   if (base_items < want_items) {
     const int64_t by_threads = (want_items + base_items - 1) / base_items;
-    plan.splits = static_cast<int>(std::max<int64_t>(1, std::min(by_threads, plan.n_ktiles / kMinTilesPerSplit)));
+    plan.splits = static_cast<int>(std::max<int64_t>(1, std::min(by_threads, n_tiles / kMinTilesPerSplit)));
   }
-  if (plan.splits > 1) plan.partial.resize(static_cast<size_t>(plan.splits) * q.rows * p.n_head * plan.partial_stride());
+  // A ring too short to split among the threads: give them KV heads instead (a short ring
+  // is cache-resident, so the strided reads this costs at depth do not matter here).
+  while (plan.items() < pool.size() && plan.heads_kv > 1) {
+    int h = plan.heads_kv - 1;
+    while (p.n_head_kv % h != 0) --h;
+    plan.heads_kv = h;
+  }
+  thread_local std::vector<float> partial;  // reused: decode calls this once per layer per token
+  if (plan.splits > 1) {
+    partial.resize(static_cast<size_t>(plan.splits) * q.rows * p.n_head * plan.partial_stride());
+    plan.partial = partial.data();
+  }
 
   std::atomic<int64_t> next{0};
   const int64_t n_items = plan.items();

@@ -103,18 +103,23 @@ PreparedActivations prepare_activations(ThreadPool& pool, cpu::ActFormat format,
 // Otherwise (few rows, many tokens) its tokens are split, one range per thread.
 // Rows are handed out as chunks from a shared counter rather than as one fixed share per
 // thread: when a thread is descheduled or slower (a busy machine, a core sharing its cache)
-// the others take its chunks instead of waiting for it at the end of the op.
+// the others take its chunks instead of waiting for it at the end of the op. The chunks
+// shrink as the matrix runs out (guided scheduling): each takes 1/(2 nth) of the groups left,
+// so the first are long streams and the threads finish within a short chunk of each other.
 struct MatmulJob {
+  static constexpr int kMaxChunks = 64;
+  static constexpr int64_t kMinChunkRows = 16;
+
   cpu::TileFn tile = nullptr;
   cpu::MatmulArgs args;
-  int64_t rows = 0, tokens = 0, row_group = 1, groups = 0;
+  int64_t rows = 0, tokens = 0, row_group = 1;
   bool split_rows = true;
-  int64_t n_chunks = 0;
+  int n_chunks = 0;
+  int64_t chunk_start[kMaxChunks + 1] = {};  // split_rows: chunk ch is groups [start[ch], start[ch+1])
 
   MatmulJob() = default;
   MatmulJob(const KernelPlan& kernel, const MatView& w, PreparedActivations act, F32Mat y, int64_t n_tokens, int nth)
       : tile(kernel.tile), rows(w.rows), tokens(n_tokens), row_group(kernel.row_group) {
-    constexpr int64_t kChunksPerThread = 8;
     args.k = w.cols;
     args.w = static_cast<const uint8_t*>(w.data);
     args.w_stride = w.row_stride;
@@ -123,14 +128,26 @@ struct MatmulJob {
     args.y = y.data;
     args.y_stride = y.stride;
     split_rows = rows >= row_group * nth || tokens < nth;
-    groups = (rows + row_group - 1) / row_group;
-    n_chunks = split_rows ? std::min(groups, kChunksPerThread * nth) : nth;
+    if (!split_rows) {
+      n_chunks = nth;
+      return;
+    }
+    const int64_t groups = (rows + row_group - 1) / row_group;
+    const int64_t min_groups = std::max<int64_t>(1, kMinChunkRows / row_group);
+    int64_t start = 0;
+    while (start < groups) {
+      int64_t size = std::max(min_groups, (groups - start) / (2 * nth));
+      if (n_chunks == kMaxChunks - 1) size = groups - start;  // the last chunk takes the rest
+      chunk_start[n_chunks++] = start;
+      start = std::min(groups, start + size);
+    }
+    chunk_start[n_chunks] = groups;
   }
 
   void run_chunk(int64_t ch) const {
     if (split_rows) {
-      const int64_t r0 = std::min(rows, groups * ch / n_chunks * row_group);
-      const int64_t r1 = std::min(rows, groups * (ch + 1) / n_chunks * row_group);
+      const int64_t r0 = std::min(rows, chunk_start[ch] * row_group);
+      const int64_t r1 = std::min(rows, chunk_start[ch + 1] * row_group);
       if (r0 < r1) tile(args, r0, r1, 0, tokens);
     } else {
       const int64_t c0 = tokens * ch / n_chunks, c1 = tokens * (ch + 1) / n_chunks;
