@@ -112,19 +112,30 @@ TEST_CASE("bench statistics: mean and sample standard deviation of per-run t/s")
   CHECK(ember::eval::BenchTest{512, 0, 4096}.name() == "pp512 @ d4096");
 }
 
-TEST_CASE("the decode roofline compares each run with the bandwidth measured around it") {
+TEST_CASE("the decode roofline compares each run with the bandwidth paired with it") {
   ember::eval::BenchRow row;
   row.result.test = {0, 10, 0};
   row.result.samples_ns = {1e9, 2e9, 1e9};  // 10, 5, 10 t/s
   row.decode_bytes = 1000000000;           // 1 GB per token
-  row.mem_bw_runs = {20e9, 5e9, 12.5e9};    // the second run met a busy memory bus
+  row.result.mem_bw_runs = {20e9, 5e9, 12.5e9};  // the second run met a busy memory bus
   // Per run: 10/20 = 50%, 5/5 = 100%, 10/12.5 = 80%; the median is 80%, where one
   // bandwidth figure for all runs (the median, 12.5 GB/s) would give mean 8.33 t/s = 66.7%.
   CHECK(row.mem_bw() == doctest::Approx(12.5e9));
   CHECK(row.roofline_ts() == doctest::Approx(12.5));
   CHECK(row.roofline_pct() == doctest::Approx(80.0));
-  row.mem_bw_runs.pop_back();  // a reference per run or none
+  row.result.mem_bw_runs.pop_back();  // a reference per run or none
   CHECK(row.roofline_pct() == 0.0);
+}
+
+TEST_CASE("a run's bandwidth reference weighs each window by the tokens of its segment") {
+  using ember::eval::segment_reference;
+  CHECK(segment_reference({}) == 0.0);
+  CHECK(segment_reference({{7, 20e9}}) == doctest::Approx(20e9));
+  // 1 GB tokens: 2 tokens at 10 GB/s take the roofline 0.2 s, 6 at 30 GB/s another 0.2 s:
+  // 8 tokens in 0.4 s is 20 GB/s (the token-weighted mean, 25 GB/s, would flatter a run
+  // that met the slow stretch).
+  CHECK(segment_reference({{2, 10e9}, {6, 30e9}}) == doctest::Approx(20e9));
+  CHECK(segment_reference({{2, 10e9}, {6, 0.0}}) == 0.0);  // a failed window: no reference
 }
 
 TEST_CASE("the json writer emits valid JSON that survives odd file names") {
@@ -165,6 +176,9 @@ TEST_CASE("ember bench -o json holds llama-bench's fields for pp and tg") {
   }
   CHECK(j[0]["ttft_ms"].num() > 0);
   CHECK(j[1]["decode_bytes_per_token"].num() > 0);
+  // the tg test reads the memory between its tokens: a reference for each run
+  CHECK(j[1]["mem_bw_gbs"].num() > 0);
+  CHECK(j[1]["roofline_pct"].num() > 0);
 }
 
 TEST_CASE("ember bench markdown has llama-bench's columns") {

@@ -15,6 +15,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "backend/cpu/thread_pool.h"
 #include "cli/commands.h"
@@ -156,11 +157,15 @@ int run_bench(BenchArgs& a) {
   for (const eval::BenchTest& t : tests) {
     fmt::print(stderr, "bench: {} ({} warm-up, {} runs, {} threads)\n", t.name(), bo.warmup ? 1 : 0, bo.reps, n_threads);
     eval::BenchRow row;
-    // Decode tests get the memory bandwidth measured before the first run and after each,
-    // with the benchmark's threads.
-    std::vector<double> bandwidth;
+    // Decode tests get the memory bandwidth read with the benchmark's threads between their
+    // tokens (eval::BenchOptions::read_bandwidth).
     eval::BenchOptions test_opts = bo;
-    if (t.n_gen > 0) test_opts.between_runs = [&] { bandwidth.push_back(spot_read_bandwidth(pool) * 1e9); };
+    std::optional<BandwidthProbe> probe;
+    if (t.n_gen > 0 && t.n_prompt == 0) {
+      probe.emplace(pool);
+      probe->best_pass();  // warm-up
+      test_opts.read_bandwidth = [&](double seconds) { return probe->gb_per_s_over(seconds) * 1e9; };
+    }
     row.result = eval::run_bench_test(ctx, t, test_opts, tok.add_bos(), tok.bos());
     row.n_threads = n_threads;
     row.n_batch = a.n_batch;
@@ -171,7 +176,6 @@ int run_bench(BenchArgs& a) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
       const int64_t mean_kv = t.n_depth + (t.n_gen - 1) / 2;
       row.decode_bytes = eval::decode_bytes_per_token(*model, mean_kv, ctx.kv_bytes_per_token());
-      for (size_t i = 0; i + 1 < bandwidth.size(); ++i) row.mem_bw_runs.push_back(0.5 * (bandwidth[i] + bandwidth[i + 1]));
     }
     rows.push_back(row);
   }

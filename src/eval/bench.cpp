@@ -79,15 +79,33 @@ void process_prompt(Context& ctx, int n, int n_batch, TokenSource& src, bool add
   }
 }
 
-void generate(Context& ctx, int n, TokenSource& src, bool add_bos, int32_t bos) {
+using Clock = std::chrono::steady_clock;
+double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+// n decode steps. With read_bandwidth, it is called after each segment (see BenchOptions);
+// the segments are appended to `segments` and the time spent reading is added to `excluded`.
+void generate(Context& ctx, int n, TokenSource& src, bool add_bos, int32_t bos,
+              const std::function<double(double)>& read_bandwidth, std::vector<DecodeSegment>& segments,
+              double& excluded) {
   Batch batch;
   int32_t tok = add_bos ? bos : src.next();
   int pos = ctx.kv_next_pos(0);
+  Clock::time_point segment_start = Clock::now();
+  int segment_tokens = 0;
   for (int i = 0; i < n; ++i) {
     batch.clear();
     batch.add(tok, pos++, 0, true);
     ctx.decode(batch);
     tok = src.next();  // llama-bench feeds random tokens: no sampling cost in the timing
+    ++segment_tokens;
+    if (!read_bandwidth) continue;
+    const Clock::time_point now = Clock::now();
+    const double seconds = seconds_between(segment_start, now);
+    if (seconds < kDecodeSegmentSeconds && i + 1 < n) continue;
+    segments.push_back({segment_tokens, read_bandwidth(seconds)});
+    segment_start = Clock::now();
+    excluded += seconds_between(now, segment_start);
+    segment_tokens = 0;
   }
 }
 
@@ -111,28 +129,41 @@ BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptio
   }
   if (opt.reps < 1) fail(ErrorKind::InvalidArgument, "bench: -r {} must be at least 1", opt.reps);
   TokenSource src(opt.seed, ctx.n_vocab());
+  std::vector<DecodeSegment> segments;
+  double excluded = 0.0;  // seconds of bandwidth reads inside the timed part
   const auto timed_part = [&] {
     if (test.n_prompt > 0) process_prompt(ctx, test.n_prompt, opt.n_batch, src, add_bos, bos);
-    if (test.n_gen > 0) generate(ctx, test.n_gen, src, add_bos, bos);
+    if (test.n_gen > 0) generate(ctx, test.n_gen, src, add_bos, bos, opt.read_bandwidth, segments, excluded);
   };
   if (opt.warmup) {
     ctx.kv_clear();
     if (test.n_prompt > 0) process_prompt(ctx, test.n_prompt, opt.n_batch, src, add_bos, bos);
-    if (test.n_gen > 0) generate(ctx, 1, src, add_bos, bos);
+    if (test.n_gen > 0) generate(ctx, 1, src, add_bos, bos, {}, segments, excluded);
   }
   BenchResult result;
   result.test = test;
   for (int r = 0; r < opt.reps; ++r) {
     ctx.kv_clear();
     if (test.n_depth > 0) process_prompt(ctx, test.n_depth, opt.n_batch, src, add_bos, bos);
-    if (r == 0 && opt.between_runs) opt.between_runs();
-    const auto t0 = std::chrono::steady_clock::now();
+    segments.clear();
+    excluded = 0.0;
+    const Clock::time_point t0 = Clock::now();
     timed_part();
-    const auto t1 = std::chrono::steady_clock::now();
-    result.samples_ns.push_back(double(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
-    if (opt.between_runs) opt.between_runs();
+    const Clock::time_point t1 = Clock::now();
+    result.samples_ns.push_back(1e9 * (seconds_between(t0, t1) - excluded));
+    if (!segments.empty()) result.mem_bw_runs.push_back(segment_reference(segments));
   }
   return result;
+}
+
+double segment_reference(const std::vector<DecodeSegment>& segments) {
+  double tokens = 0.0, roofline_seconds_per_byte = 0.0;
+  for (const DecodeSegment& s : segments) {
+    if (s.tokens <= 0 || s.bandwidth <= 0.0) return 0.0;  // no usable reference for this run
+    tokens += s.tokens;
+    roofline_seconds_per_byte += s.tokens / s.bandwidth;
+  }
+  return roofline_seconds_per_byte > 0.0 ? tokens / roofline_seconds_per_byte : 0.0;
 }
 
 uint64_t decode_bytes_per_token(const Model& model, int64_t kv_tokens, size_t kv_bytes_per_token) {

@@ -29,7 +29,10 @@ struct BenchTest {
 
 struct BenchResult {
   BenchTest test;
-  std::vector<double> samples_ns;  // wall time of each timed run
+  std::vector<double> samples_ns;  // wall time of each timed run (without the bandwidth reads)
+  // Runs of tests that generate, with BenchOptions::read_bandwidth: the memory read bandwidth
+  // (bytes/s) paired with each run's decode (segment_reference).
+  std::vector<double> mem_bw_runs;
   double avg_ns() const;
   double stddev_ns() const;
   std::vector<double> samples_ts() const;  // tokens/second of each run
@@ -42,10 +45,27 @@ struct BenchOptions {
   int n_batch = 2048;
   bool warmup = true;
   uint32_t seed = 1234;  // random prompt tokens
-  // Called before the first timed run and after each one, outside the timing: `ember bench`
-  // measures the memory bandwidth there, so each run has a reference taken around it.
-  std::function<void()> between_runs;
+  // When set, generation stops after every decode segment of at least kDecodeSegmentSeconds
+  // (and at the end of the run) to read memory for as long as the segment took, outside the
+  // timing; this returns the bandwidth in bytes/s. Each run's reference is then made of
+  // windows interleaved with its own tokens: on a VM the bandwidth wanders by +-20% from
+  // one second to the next, which references read before or after a run cannot follow.
+  std::function<double(double seconds)> read_bandwidth;
 };
+
+constexpr double kDecodeSegmentSeconds = 0.2;
+
+// A decode segment: tokens generated, and the bandwidth (bytes/s) read in the window after it.
+struct DecodeSegment {
+  int tokens = 0;
+  double bandwidth = 0.0;
+};
+
+// The bandwidth reference of a run from its segments: the rate at which the roofline would
+// have read the run's bytes, segment by segment, at each window's bandwidth,
+//   sum(tokens) / sum(tokens / bandwidth),
+// so the run's share of the roofline is the time the roofline needs over the time taken.
+double segment_reference(const std::vector<DecodeSegment>& segments);
 
 BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos);
 

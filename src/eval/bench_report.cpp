@@ -1,6 +1,7 @@
 #include "eval/bench_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -18,7 +19,7 @@ double median(std::vector<double> v) {
 }
 }  // namespace
 
-double BenchRow::mem_bw() const { return median(mem_bw_runs); }
+double BenchRow::mem_bw() const { return median(result.mem_bw_runs); }
 double BenchRow::roofline_ts() const {
   const double bw = mem_bw();
   return decode_bytes > 0 && bw > 0 ? bw / double(decode_bytes) : 0;
@@ -27,15 +28,17 @@ double BenchRow::speedup() const {
   return speculative && speculative->plain_ts > 0 ? result.avg_ts() / speculative->plain_ts : 0;
 }
 
-double BenchRow::roofline_pct() const {
+std::vector<double> BenchRow::roofline_pct_runs() const {
   const std::vector<double> ts = result.samples_ts();
-  if (decode_bytes == 0 || result.test.n_gen == 0 || result.test.n_prompt > 0 || mem_bw_runs.size() != ts.size() ||
-      ts.empty())
-    return 0;
   std::vector<double> pct;
-  for (size_t i = 0; i < ts.size(); ++i) pct.push_back(100.0 * ts[i] * double(decode_bytes) / mem_bw_runs[i]);
-  return median(pct);
+  if (decode_bytes == 0 || result.test.n_gen == 0 || result.test.n_prompt > 0 ||
+      result.mem_bw_runs.size() != ts.size())
+    return pct;
+  for (size_t i = 0; i < ts.size(); ++i) pct.push_back(100.0 * ts[i] * double(decode_bytes) / result.mem_bw_runs[i]);
+  return pct;
 }
+
+double BenchRow::roofline_pct() const { return median(roofline_pct_runs()); }
 
 std::string llama_ftype_name(uint32_t ftype) {
   switch (ftype) {
@@ -128,8 +131,8 @@ std::string format_notes(const std::vector<BenchRow>& rows) {
       if (r.mem_bw() > 0) {
         fmt::format_to(it,
                        "; memory bandwidth {:.1f} GB/s -> roofline {:.1f} t/s; decode at {:.1f}% of it "
-                       "(median over the runs, each against the bandwidth measured around it)",
-                       r.mem_bw() / 1e9, r.roofline_ts(), r.roofline_pct());
+                       "(median over the runs, each against the bandwidth read between its tokens: {:.1f}%)",
+                       r.mem_bw() / 1e9, r.roofline_ts(), r.roofline_pct(), fmt::join(r.roofline_pct_runs(), "%, "));
       }
       out += "\n";
     }

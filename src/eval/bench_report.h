@@ -38,17 +38,13 @@ struct BenchRow {
   int n_ubatch = 0;
   std::string type_k, type_v;
   uint64_t decode_bytes = 0;  // tg tests: bytes read per decoded token (at the mean depth)
-  // Memory read bandwidth (bytes/s) around each timed run: the mean of the measurements
-  // just before and just after it. Empty = not measured. On a machine whose bandwidth
-  // drifts (a VM sharing its memory), a reference taken next to each run keeps the
-  // roofline percentage from following the drift.
-  std::vector<double> mem_bw_runs;
-  double mem_bw() const;      // median of mem_bw_runs, 0 when not measured
+  double mem_bw() const;      // median of result.mem_bw_runs, 0 when not measured
   std::optional<BenchSpeculative> speculative;  // set on a speculative decoding row
   double speedup() const;     // speculative rows: mean t/s over the plain greedy row's; else 0
   double ttft_ms() const;     // pp tests: mean time to the first logits
   double roofline_ts() const; // mem_bw() / decode_bytes
-  double roofline_pct() const;  // median over the runs of the run's t/s against its own roofline
+  std::vector<double> roofline_pct_runs() const;  // each run's t/s against its own roofline, in %
+  double roofline_pct() const;  // their median, 0 when not measured
 };
 
 // "llama 1B Q4_0": architecture, a size label from the parameter count and the file type

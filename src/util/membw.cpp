@@ -44,60 +44,83 @@ double thread_cpu_seconds() {
 
 }  // namespace
 
-ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
-  reps = std::max(1, reps);
-  const size_t words = bytes / sizeof(uint64_t);
-  // The same kind of memory as the packed weights, so decode is compared with a like read.
-  const std::shared_ptr<uint8_t> storage = allocate_stream_buffer(words * sizeof(uint64_t));
-  if (!storage) fail(ErrorKind::OutOfMemory, "memory bandwidth: cannot allocate a {} byte buffer", bytes);
-  uint64_t* const buf = reinterpret_cast<uint64_t*>(storage.get());
-  const int nth = pool.size();
+BandwidthProbe::BandwidthProbe(ThreadPool& pool, size_t bytes)
+    : pool_(pool),
+      // The same kind of memory as the packed weights, so decode is compared with a like read.
+      storage_(allocate_stream_buffer(bytes / sizeof(uint64_t) * sizeof(uint64_t))),
+      words_(bytes / sizeof(uint64_t)),
+      sinks_(static_cast<size_t>(pool.size()) * 8),
+      cpu_seconds_(static_cast<size_t>(pool.size()) * 8) {
+  if (!storage_) fail(ErrorKind::OutOfMemory, "memory bandwidth: cannot allocate a {} byte buffer", bytes);
+  uint64_t* const buf = reinterpret_cast<uint64_t*>(storage_.get());
   // First touch from the threads that read, so pages are mapped (and NUMA-local).
-  pool.run([&](int ith, int n) {
-    const size_t b = words * ith / n, e = words * (ith + 1) / n;
+  pool_.run([&](int ith, int n) {
+    const size_t b = words_ * ith / n, e = words_ * (ith + 1) / n;
     for (size_t i = b; i < e; ++i) buf[i] = i;
   });
-  std::vector<uint64_t> sinks(static_cast<size_t>(nth) * 8);  // one cache line per thread
+}
+
+BandwidthProbe::~BandwidthProbe() {
+  uint64_t sink = 0;
+  for (uint64_t v : sinks_) sink += v;
+  [[maybe_unused]] static volatile uint64_t observed;  // keeps the reads observable
+  observed = sink;
+}
+
+size_t BandwidthProbe::bytes() const { return words_ * sizeof(uint64_t); }
+
+BandwidthProbe::Rate BandwidthProbe::pass(int streams) {
+  const uint64_t* const buf = reinterpret_cast<const uint64_t*>(storage_.get());
+  const auto t0 = std::chrono::steady_clock::now();
+  pool_.run([&](int ith, int n) {
+    const size_t b = words_ * ith / n, e = words_ * (ith + 1) / n;
+    const double c0 = thread_cpu_seconds();
+    sinks_[static_cast<size_t>(ith) * 8] += read_words(buf + b, e - b, streams);
+    cpu_seconds_[static_cast<size_t>(ith) * 8] = thread_cpu_seconds() - c0;
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double slowest = 0.0;
+  for (int i = 0; i < pool_.size(); ++i) slowest = std::max(slowest, cpu_seconds_[static_cast<size_t>(i) * 8]);
+  const double total = static_cast<double>(bytes());
+  return Rate{total / s / 1e9, total / slowest / 1e9};
+}
+
+BandwidthProbe::Rate BandwidthProbe::best_pass() {
+  const Rate one = pass(1), two = pass(2);
+  return one.wall >= two.wall ? one : two;
+}
+
+double BandwidthProbe::gb_per_s_over(double seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  double sum = 0.0;
+  int n = 0;
+  do {
+    sum += best_pass().wall;
+    ++n;
+  } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds);
+  return sum / n;
+}
+
+ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
+  reps = std::max(1, reps);
+  BandwidthProbe probe(pool, bytes);
   std::vector<double> rates, cpu_rates;
-  std::vector<double> cpu_seconds(static_cast<size_t>(nth) * 8);  // one cache line per thread
-  const double total = static_cast<double>(words * sizeof(uint64_t));
-  // One pass over the buffer with `streams` streams per thread: wall-clock and CPU-time rates.
-  auto timed_pass = [&](int streams) {
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.run([&](int ith, int n) {
-      const size_t b = words * ith / n, e = words * (ith + 1) / n;
-      const double c0 = thread_cpu_seconds();
-      sinks[static_cast<size_t>(ith) * 8] += read_words(buf + b, e - b, streams);
-      cpu_seconds[static_cast<size_t>(ith) * 8] = thread_cpu_seconds() - c0;
-    });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double slowest = 0.0;
-    for (int i = 0; i < nth; ++i) slowest = std::max(slowest, cpu_seconds[static_cast<size_t>(i) * 8]);
-    return std::pair<double, double>{total / s / 1e9, total / slowest / 1e9};
-  };
-  // Each repetition keeps the faster of one and two streams per thread: the reference is the
-  // best these reads reach, so a kernel's share of it is not flattered by a slow pattern.
   for (int r = 0; r <= reps; ++r) {
-    const std::pair<double, double> one = timed_pass(1), two = timed_pass(2);
-    const std::pair<double, double>& best = one.first >= two.first ? one : two;
+    const BandwidthProbe::Rate best = probe.best_pass();
     if (r > 0) {  // r = 0 warms up
-      rates.push_back(best.first);
-      cpu_rates.push_back(best.second);
+      rates.push_back(best.wall);
+      cpu_rates.push_back(best.cpu);
     }
   }
   std::sort(cpu_rates.begin(), cpu_rates.end());
-  uint64_t sink = 0;
-  for (uint64_t v : sinks) sink += v;
-  [[maybe_unused]] static volatile uint64_t observed;  // keeps the reads observable
-  observed = sink;
   std::sort(rates.begin(), rates.end());
   ReadBandwidth out;
   out.gb_per_s = rates[rates.size() / 2];
   out.cpu_time_gb_per_s = cpu_rates[cpu_rates.size() / 2];
   out.min_gb_per_s = rates.front();
   out.max_gb_per_s = rates.back();
-  out.bytes = words * sizeof(uint64_t);
-  out.threads = nth;
+  out.bytes = probe.bytes();
+  out.threads = pool.size();
   return out;
 }
 

@@ -3,6 +3,9 @@
 // `ember bench` to print results as a percentage of what the hardware allows.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace ember {
 
@@ -25,6 +28,39 @@ struct ReadBandwidth {
 // streams per thread), and reports the median. The buffer is on
 // the pages the packed weights get (util/stream_buffer.h), so decode meets a like read.
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes = size_t{512} << 20, int reps = 7);
+
+// A read buffer allocated and mapped once, then read on demand. `ember bench` reads it after
+// each decode run for as long as that run took: on this kind of VM one 64 MiB read may see
+// 18 GB/s and the next 45, so only a reference that averages over the same stretch of time
+// as the run (and just next to it) is a fair measure of what the run could have read.
+class BandwidthProbe {
+ public:
+  explicit BandwidthProbe(ThreadPool& pool, size_t bytes = size_t{256} << 20);
+  ~BandwidthProbe();
+  BandwidthProbe(const BandwidthProbe&) = delete;
+  BandwidthProbe& operator=(const BandwidthProbe&) = delete;
+
+  // One pass over the buffer with `streams` streams per thread: GB/s by the wall clock, and
+  // by the slowest thread's CPU time.
+  struct Rate {
+    double wall = 0.0, cpu = 0.0;
+  };
+  Rate pass(int streams);
+  // The faster (by the wall clock) of one pass with one stream per thread and one with two:
+  // the reference is the best these reads reach, so a kernel's share of it is not flattered
+  // by a slow pattern.
+  Rate best_pass();
+  // Mean GB/s of best_pass() over at least `seconds` (and at least one pair of passes).
+  double gb_per_s_over(double seconds);
+  size_t bytes() const;
+
+ private:
+  ThreadPool& pool_;
+  std::shared_ptr<uint8_t> storage_;
+  size_t words_ = 0;
+  std::vector<uint64_t> sinks_;       // one cache line per thread
+  std::vector<double> cpu_seconds_;   // one cache line per thread
+};
 
 // A short measurement (256 MiB, 3 repetitions: about 40 ms) in GB/s, for benchmarks that take
 // one just before and one just after each timed figure, because this kind of machine's
