@@ -8,8 +8,9 @@
 // per second and as a percentage of the read bandwidth measured with the same thread count.
 // The weights are cycled over several copies totalling >= 256 MiB so they come from DRAM,
 // not from the last-level cache, as a real model's would. matmul (a 512-token prefill) is
-// compute-bound and reported in GFLOP/s (2 * rows * cols * tokens per call). Every figure
-// is the median of --reps timed calls after a warm-up call.
+// compute-bound and reported in GFLOP/s (2 * rows * cols * tokens per call). matvec figures
+// come from --reps segments of calls, each paired with a read of memory for as long;
+// matmul figures are the median of timed calls. Both after a warm-up call.
 #include <fmt/format.h>
 
 #include <time.h>
@@ -27,6 +28,7 @@
 #include "backend/cpu/thread_pool.h"
 #include "backend/ops.h"
 #include "cli/commands.h"
+#include "eval/bench.h"
 #include "tensor/quant.h"
 #include "util/error.h"
 #include "util/membw.h"
@@ -143,6 +145,42 @@ Timing time_calls(int reps, F&& call) {
   return Timing{t[t.size() / 2], t.front()};
 }
 
+// Matvec from DRAM against the bandwidth read alongside it: calls run in segments of at least
+// kSegmentSeconds, each followed by a read of memory for as long (as `ember bench` does
+// between decode tokens: this VM's bandwidth wanders too fast for reads taken only before
+// and after a figure). gbs is the weight bytes per second over all segments; reference the
+// bandwidth the same bytes would have met, segment by segment (eval::segment_reference).
+struct PairedRate {
+  double gbs = 0.0, reference_gbs = 0.0, best_segment_gbs = 0.0;
+};
+
+template <class F>
+PairedRate time_against_bandwidth(BandwidthProbe& probe, size_t bytes_per_call, int segments, F&& call) {
+  constexpr double kSegmentSeconds = 0.1;
+  call(0);  // warm-up
+  int n = 1;
+  std::vector<eval::DecodeSegment> windows;
+  double seconds = 0.0, calls = 0.0;
+  PairedRate r;
+  for (int s = 0; s < segments; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    int c = 0;
+    double t = 0.0;
+    do {
+      call(n++);
+      ++c;
+      t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } while (t < kSegmentSeconds);
+    windows.push_back({c, probe.gb_per_s_over(t)});
+    seconds += t;
+    calls += c;
+    r.best_segment_gbs = std::max(r.best_segment_gbs, static_cast<double>(bytes_per_call) * c / t / 1e9);
+  }
+  r.gbs = static_cast<double>(bytes_per_call) * calls / seconds / 1e9;
+  r.reference_gbs = eval::segment_reference(windows);
+  return r;
+}
+
 double thread_cpu_seconds() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -194,10 +232,9 @@ int run_bench_ops(const BenchOpsFlags& f) {
 
   if (!f.no_matvec) {
     print_core_throughput(types);
-    // The read bandwidth of this VM drifts by a quarter within minutes: each figure is set
-    // against the mean of two measurements taken just before and just after it.
-    fmt::print("\nmatvec (1 token, weights cycled over >= 256 MiB so they come from DRAM; read bw measured around each row)\n");
-    fmt::print("| type | layout | rows x cols | threads | us/call | GB/s | read bw GB/s | % of read bw | best GB/s |\n");
+    fmt::print("\nmatvec (1 token, weights cycled over >= 256 MiB so they come from DRAM; {} segments of calls, "
+               "each followed by a read of memory for as long)\n", f.reps);
+    fmt::print("| type | layout | rows x cols | threads | us/call | GB/s | read bw GB/s | % of read bw | best segment GB/s |\n");
     fmt::print("|------|--------|-------------|--------:|--------:|-----:|-------------:|-------------:|----------:|\n");
     const int64_t shapes[][2] = {{4096, 4096}, {4096, 14336}};
     for (DType t : types) for (bool packed : layouts_of(t)) {
@@ -207,17 +244,15 @@ int run_bench_ops(const BenchOpsFlags& f) {
         std::vector<float> x(static_cast<size_t>(s[1]), 0.5f), y(static_cast<size_t>(s[0]));
         for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
           ThreadPool pool(thread_counts[ti]);
-          const int reps = std::max(f.reps, 3 * w.copies);  // every copy read a few times
-          const double bw_before = spot_read_bandwidth(pool);
-          const Timing tm = time_calls(reps, [&](int i) {
+          BandwidthProbe probe(pool);
+          probe.best_pass();  // warm-up
+          const PairedRate r = time_against_bandwidth(probe, w.matrix_bytes, f.reps, [&](int i) {
             ops::matmul(pool, w.view(i), MatView{DType::F32, s[1], 1, static_cast<size_t>(s[1]) * 4, x.data()},
                         F32Mat{y.data(), s[0], 1, s[0]});
           });
-          const double bw = 0.5 * (bw_before + spot_read_bandwidth(pool));
-          const double gbs = static_cast<double>(w.matrix_bytes) / tm.median / 1e9;
           fmt::print("| {} | {} | {}x{} | {} | {:.0f} | {:.1f} | {:.1f} | {:.0f}% | {:.1f} |\n", dtype_name(t), layout_name(packed),
-                     s[0], s[1], thread_counts[ti], tm.median * 1e6, gbs, bw, 100.0 * gbs / bw,
-                     static_cast<double>(w.matrix_bytes) / tm.best / 1e9);
+                     s[0], s[1], thread_counts[ti], static_cast<double>(w.matrix_bytes) / r.gbs / 1e3, r.gbs,
+                     r.reference_gbs, 100.0 * r.gbs / r.reference_gbs, r.best_segment_gbs);
         }
       }
     }

@@ -124,6 +124,5 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   return out;
 }
 
-double spot_read_bandwidth(ThreadPool& pool) { return measure_read_bandwidth(pool, size_t{256} << 20, 3).gb_per_s; }
 
 }  // namespace ember

@@ -62,9 +62,5 @@ class BandwidthProbe {
   std::vector<double> cpu_seconds_;   // one cache line per thread
 };
 
-// A short measurement (256 MiB, 3 repetitions: about 40 ms) in GB/s, for benchmarks that take
-// one just before and one just after each timed figure, because this kind of machine's
-// bandwidth drifts (`ember bench` decode runs, `ember bench-ops` DRAM matvec rows).
-double spot_read_bandwidth(ThreadPool& pool);
 
 }  // namespace ember
