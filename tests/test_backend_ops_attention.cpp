@@ -4,6 +4,8 @@
 // slots, decode (1 query) and prefill (many), at every SIMD level with 1 and 3 threads.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -173,7 +175,7 @@ TEST_CASE("attention matches the reference and a naive softmax(QK^T)V for every 
     int64_t n_slots, filled, n_q;
   };
   // decode in a part-filled ring, prefill chunks, a ring big enough to be split across threads
-  const Ctx ctxs[] = {{1, 1, 1}, {37, 30, 1}, {70, 70, 9}, {200, 180, 45}, {700, 650, 1}};
+  const Ctx ctxs[] = {{1, 1, 1}, {37, 30, 1}, {67, 67, 1}, {70, 70, 9}, {200, 180, 45}, {700, 650, 1}};
   int variant = 0;
   for (const auto& [kt, vt] : types)
     for (const Heads& h : heads)
@@ -191,6 +193,40 @@ TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 
   check::Rng rng(22);
   for (DType t : {DType::F32, DType::F16})
     for (int d : {20, 36}) run_case(AttnCase{t, t, 6, 3, d, 90, 77, 5, 0, 0.0f}, rng);
+}
+
+TEST_CASE("a query alone gives bitwise what it gives in a verify batch with later tokens") {
+  // Speculative decoding relies on this. The ring fills in slot order, as the KV cache does;
+  // the batches end at depths where the splits of a ring filled that far change.
+  check::Rng rng(26);
+  const int n_head = 8, n_head_kv = 2, d = 64, n_q = 5;
+  const int64_t row = static_cast<int64_t>(n_head_kv) * d, cols = static_cast<int64_t>(n_head) * d;
+  Ring ring(rng, DType::F16, DType::F16, n_head_kv, d, 2048, 0, 0);
+  for (int64_t slot = 0; slot < 600; ++slot) {
+    ops::store_row(rng.uniform(static_cast<size_t>(row)).data(), row, DType::F16, ring.k.data() + slot * ring.k_row_bytes);
+    ops::store_row(rng.uniform(static_cast<size_t>(row)).data(), row, DType::F16, ring.v.data() + slot * ring.v_row_bytes);
+  }
+  const AttentionParams p{n_head, n_head_kv, d, 0.125f, 0, 0.0f};
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int32_t end : {7, 130, 227, 258, 355, 517, 600}) {
+      CAPTURE(threads);
+      CAPTURE(end);
+      const auto q = rng.uniform(static_cast<size_t>(n_q * cols));
+      std::vector<int32_t> q_pos(n_q);
+      for (int i = 0; i < n_q; ++i) q_pos[i] = end - n_q + i;
+      for (int64_t slot = 0; slot < 2048; ++slot) ring.pos[slot] = slot < end ? static_cast<int32_t>(slot) : -1;
+      std::vector<float> batch(q.size());
+      ops::attention(pool, check::dense_view(q, n_q, cols), q_pos.data(), ring.view(), p, check::dense_mat(batch, n_q, cols));
+      for (int i = 0; i < n_q; ++i) {
+        for (int64_t slot = 0; slot < 2048; ++slot) ring.pos[slot] = slot <= q_pos[i] ? static_cast<int32_t>(slot) : -1;
+        std::vector<float> one(static_cast<size_t>(cols));
+        ops::attention(pool, check::dense_view(std::vector<float>(q.begin() + i * cols, q.begin() + (i + 1) * cols), 1, cols),
+                       &q_pos[i], ring.view(), p, check::dense_mat(one, 1, cols));
+        CHECK(std::memcmp(one.data(), batch.data() + i * cols, one.size() * sizeof(float)) == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("attention with many KV heads (decode splits the heads of a row over items)") {

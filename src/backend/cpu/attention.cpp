@@ -10,12 +10,12 @@
 // many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
 // item (up to kMaxRunElements of each row): a cache row holds every head side by side, and
 // decoding long runs reads the ring nearly sequentially, where per-head items would read it
-// in head_dim-sized strides (measured ~2x more CPU time at depth 2048). The ring's filled
-// tiles are then split across threads (flash-decoding); each split leaves its (m, l, acc) and
-// a final pass merges them. A ring with too few keys to split gives the threads KV heads
-// instead. Key tiles whose positions cannot be visible to any query of the tile (future keys
-// in prefill, keys behind the window) are skipped, empty ones never handed out; tiles visible
-// to every query skip the per-element mask.
+// in head_dim-sized strides (measured ~2x more CPU time at depth 2048). The ring is then
+// split across threads (flash-decoding) in fixed runs of tiles, as far as it holds keys;
+// each split leaves its (m, l, acc) and a final pass merges them. A ring with too few keys
+// to split gives the threads KV heads instead. Key tiles whose positions cannot be visible
+// to any query of the tile (future keys in prefill, keys behind the window, empty slots)
+// are skipped; tiles visible to every query skip the per-element mask.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -73,6 +73,7 @@ namespace {
 constexpr int kKeyTile = 32;        // keys per tile: a 32 x 128 f32 K tile is 16 KiB (L1)
 constexpr int kQueryRows = 32;      // query rows per work item (tokens x heads of a group)
 constexpr int kMinTilesPerSplit = 4;
+constexpr int kMaxSplits = 64;
 constexpr int kMaxRunElements = 1024;  // K/V elements decoded per row per item: 128 KiB tiles (L2)
 
 // Positions held by one key tile, to skip tiles no query of a query tile can see.
@@ -95,7 +96,8 @@ struct Plan {
   int64_t n_qtiles;
   int splits;         // key splits per (KV head, query tile)
   std::vector<KeyTileSpan> spans;  // every key tile of the ring
-  std::vector<int64_t> tiles;      // the tiles that hold a key, in ring order: the splits share these
+  int64_t extent;                  // tiles [0, extent) hold every key the ring has
+  int64_t tiles_per_split;         // split s walks tiles [s, s + 1) * tiles_per_split
   float* partial = nullptr;        // splits > 1: per (split, token, head): m, l, acc[head_dim]
 
   int64_t items() const { return static_cast<int64_t>(p->n_head_kv / heads_kv) * n_qtiles * splits; }
@@ -184,15 +186,13 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
   std::fill_n(sc.m.begin(), rows, -std::numeric_limits<float>::infinity());
   std::fill_n(sc.l.begin(), rows, 0.0f);
 
-  const int64_t n_tiles = static_cast<int64_t>(plan.tiles.size());
-  const int64_t tile_begin = n_tiles * split / plan.splits;
-  const int64_t tile_end = n_tiles * (split + 1) / plan.splits;
+  const int64_t tile_begin = split * plan.tiles_per_split;
+  const int64_t tile_end = std::min(plan.extent, tile_begin + plan.tiles_per_split);
   const int64_t head_begin = static_cast<int64_t>(g0) * d;
   const int64_t run = static_cast<int64_t>(plan.heads_kv) * d;  // elements decoded per cache row
-  for (int64_t i = tile_begin; i < tile_end; ++i) {
-    const int64_t kt = plan.tiles[i];
+  for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
     const KeyTileSpan& span = plan.spans[kt];
-    if (span.min_pos > q_max) continue;
+    if (span.max_pos < 0 || span.min_pos > q_max) continue;
     if (p.window > 0 && static_cast<int64_t>(q_min) - span.max_pos >= p.window) continue;
     const int64_t j0 = kt * kKeyTile;
     const int nk = static_cast<int>(std::min<int64_t>(kKeyTile, kv.n_slots - j0));
@@ -327,20 +327,24 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
     span.min_pos = std::min(span.min_pos, pos);
     span.max_pos = std::max(span.max_pos, pos);
   }
-  // Splits share out only the tiles that hold keys: a decode early in a large ring then
-  // splits the keys it has, not the empty slots after them.
-  plan.tiles.clear();
-  for (size_t kt = 0; kt < plan.spans.size(); ++kt)
-    if (plan.spans[kt].max_pos >= 0) plan.tiles.push_back(static_cast<int64_t>(kt));
-  const int64_t n_tiles = static_cast<int64_t>(plan.tiles.size());
+  plan.extent = 0;
+  for (int64_t kt = 0; kt < static_cast<int64_t>(plan.spans.size()); ++kt)
+    if (plan.spans[kt].max_pos >= 0) plan.extent = kt + 1;
 
   // Enough items to keep every thread busy: split the ring when heads x query tiles is few.
+  // A split covers a fixed run of tiles (set by the ring's size, not by how full it is), so
+  // a key meets the same split and order whether its query comes alone or in a verify
+  // batch with later tokens: speculative decoding's batch then gives bitwise the logits of
+  // single steps. Early in a large ring only the first splits exist, so the keys there are
+  // split rather than one split holding them all.
   const int64_t base_items = static_cast<int64_t>(p.n_head_kv / plan.heads_kv) * plan.n_qtiles;
   const int64_t want_items = pool.size() > 1 ? 4 * static_cast<int64_t>(pool.size()) : 1;
   plan.splits = 1;
+  plan.tiles_per_split = std::max<int64_t>(1, plan.extent);
   if (base_items < want_items) {
-    const int64_t by_threads = (want_items + base_items - 1) / base_items;
-    plan.splits = static_cast<int>(std::max<int64_t>(1, std::min(by_threads, n_tiles / kMinTilesPerSplit)));
+    const int64_t ring_tiles = static_cast<int64_t>(plan.spans.size());
+    plan.tiles_per_split = std::max<int64_t>(kMinTilesPerSplit, (ring_tiles + kMaxSplits - 1) / kMaxSplits);
+    plan.splits = static_cast<int>(std::max<int64_t>(1, (plan.extent + plan.tiles_per_split - 1) / plan.tiles_per_split));
   }
   // A ring too short to split among the threads: give them KV heads instead (a short ring
   // is cache-resident, so the strided reads this costs at depth do not matter here).
