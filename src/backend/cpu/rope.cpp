@@ -52,25 +52,51 @@ void rope(F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p) {
 }
 }  // namespace reference
 
+namespace {
+
+// The angles' cos/sin for one position, kept for the next call: a decode step rotates q and
+// k of every layer at the same position, mostly with the same parameters, so one table in
+// 2 * n_layer calls is computed (pow and sincos in double: a few microseconds each time).
+// Per thread, as the pool's threads each rotate their own rows.
+struct AngleTable {
+  int32_t pos = 0;
+  RopeParams params;
+  bool valid = false;
+  std::vector<float> cos_t, sin_t;
+
+  void fill(int32_t at, const RopeParams& p) {
+    const int half = p.n_rot / 2;
+    if (valid && pos == at && params.n_rot == p.n_rot && params.freq_base == p.freq_base &&
+        params.freq_scale == p.freq_scale)
+      return;
+    cos_t.resize(half);
+    sin_t.resize(half);
+    for (int i = 0; i < half; ++i) {
+      const double freq = p.freq_scale * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
+      const double theta = static_cast<double>(at) * freq;
+      cos_t[i] = static_cast<float>(std::cos(theta));
+      sin_t[i] = static_cast<float>(std::sin(theta));
+    }
+    pos = at;
+    params = p;
+    valid = true;
+  }
+};
+
+}  // namespace
+
 void rope(ThreadPool& pool, F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p) {
   check_args(x, head_dim, pos, p);
   const int half = p.n_rot / 2;
   if (half == 0) return;
-  // The frequencies are shared by every row; cos/sin by every head of a row.
-  std::vector<double> freq(half);
-  for (int i = 0; i < half; ++i) freq[i] = p.freq_scale * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
   const int64_t n_heads = x.cols / head_dim;
   pool.parallel_for(x.rows, detail::row_grain(x.cols), [&](int64_t begin, int64_t end) {
-    std::vector<float> cos_t(half), sin_t(half);
+    thread_local AngleTable angles;
     for (int64_t r = begin; r < end; ++r) {
-      for (int i = 0; i < half; ++i) {
-        const double theta = static_cast<double>(pos[r]) * freq[i];
-        cos_t[i] = static_cast<float>(std::cos(theta));
-        sin_t[i] = static_cast<float>(std::sin(theta));
-      }
+      angles.fill(pos[r], p);  // cos/sin are shared by every head of a row
       for (int64_t h = 0; h < n_heads; ++h) {
         float* head = x.row(r) + h * head_dim;
-        for (int i = 0; i < half; ++i) rotate(head, p, i, cos_t[i], sin_t[i]);
+        for (int i = 0; i < half; ++i) rotate(head, p, i, angles.cos_t[i], angles.sin_t[i]);
       }
     }
   });
