@@ -2,6 +2,7 @@
 // every weight type x SIMD level x thread count, on odd shapes and strided views.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,6 +110,33 @@ TEST_CASE("matmul matches the reference for every weight type, level and thread 
     check_matmul(t, 13, 1, block_k(t, 5), seed++);
     check_matmul(t, 41, 3, block_k(t, 1), seed++);
     check_matmul(t, 19, 70, block_k(t, 2), seed++);
+  }
+}
+
+TEST_CASE("one token over many threads: every row is computed once, whatever the chunking") {
+  // 2000 rows in groups of 8 give the guided chunks of 2, 5 and 20 threads (the last of them
+  // share the rest evenly) and, at 70 threads, equal chunks; each output must match the
+  // reference, and none may be left out (the output starts as NaN).
+  const int64_t rows = 2000, k = 64;
+  for (DType t : {DType::Q4_0, DType::Q8_0}) {
+    std::vector<float> src(static_cast<size_t>(rows * k)), x(static_cast<size_t>(k));
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>((i * 7919) % 201) / 100.0f - 1.0f;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 13) / 6.0f - 1.0f;
+    const size_t rb = dtype_row_bytes(t, k);
+    std::vector<uint8_t> wb(rb * rows);
+    for (int64_t r = 0; r < rows; ++r) quantize_row_reference(t, src.data() + r * k, wb.data() + r * rb, k);
+    const MatView wv{t, k, rows, rb, wb.data()};
+    std::vector<float> want(static_cast<size_t>(rows));
+    ops::reference::matmul(wv, check::dense_view(x, 1, k), check::dense_mat(want, 1, rows));
+    const std::optional<PackedWeight> packed = ops::pack_weight(wv);
+    for (int threads : {2, 5, 20, 70}) {
+      ThreadPool pool(threads);
+      for (const MatView& w : {wv, packed ? packed->view : wv}) {
+        std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+        ops::matmul(pool, w, check::dense_view(x, 1, k), check::dense_mat(got, 1, rows));
+        check::expect_close(got, want, 5e-4, std::string(dtype_name(t)) + " t" + std::to_string(threads));
+      }
+    }
   }
 }
 

@@ -106,8 +106,10 @@ PreparedActivations prepare_activations(ThreadPool& pool, cpu::ActFormat format,
 // the others take its chunks instead of waiting for it at the end of the op. The chunks
 // shrink as the matrix runs out (guided scheduling): each takes 1/(2 nth) of the groups left,
 // so the first are long streams and the threads finish within a short chunk of each other.
+// Many threads would need more chunks than a job holds: the last nth then share the rest
+// evenly (and at 2 nth >= kMaxChunks all chunks are equal).
 struct MatmulJob {
-  static constexpr int kMaxChunks = 64;
+  static constexpr int kMaxChunks = 128;
   static constexpr int64_t kMinChunkRows = 16;
 
   cpu::TileFn tile = nullptr;
@@ -135,11 +137,16 @@ struct MatmulJob {
     const int64_t groups = (rows + row_group - 1) / row_group;
     const int64_t min_groups = std::max<int64_t>(1, kMinChunkRows / row_group);
     int64_t start = 0;
+    const int even_from = 2 * nth >= kMaxChunks ? 0 : kMaxChunks - nth;
     while (start < groups) {
-      int64_t size = std::max(min_groups, (groups - start) / (2 * nth));
-      if (n_chunks == kMaxChunks - 1) size = groups - start;  // the last chunk takes the rest
+      if (n_chunks == even_from) {
+        const int64_t rest = groups - start;
+        const int k = static_cast<int>(std::min<int64_t>(rest, kMaxChunks - n_chunks));
+        for (int i = 0; i < k; ++i) chunk_start[n_chunks++] = start + rest * i / k;
+        break;
+      }
       chunk_start[n_chunks++] = start;
-      start = std::min(groups, start + size);
+      start = std::min(groups, start + std::max(min_groups, (groups - start) / (2 * nth)));
     }
     chunk_start[n_chunks] = groups;
   }
