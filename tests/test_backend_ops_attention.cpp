@@ -196,10 +196,11 @@ TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 
 }
 
 TEST_CASE("a query alone gives bitwise what it gives in a verify batch with later tokens") {
-  // Speculative decoding relies on this. The ring fills in slot order, as the KV cache does;
+  // Speculative decoding relies on this (its verify passes stay within one query tile, see
+  // max_verify_rows). The ring fills in slot order, as the KV cache does;
   // the batches end at depths where the splits of a ring filled that far change.
   check::Rng rng(26);
-  const int n_head = 8, n_head_kv = 2, d = 64, n_q = 5;
+  const int n_head = 32, n_head_kv = 4, d = 64, n_q = 4;  // a query tile: what a verify pass may hold
   const int64_t row = static_cast<int64_t>(n_head_kv) * d, cols = static_cast<int64_t>(n_head) * d;
   Ring ring(rng, DType::F16, DType::F16, n_head_kv, d, 2048, 0, 0);
   for (int64_t slot = 0; slot < 600; ++slot) {
