@@ -142,12 +142,14 @@ struct Kernel {
     for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < p.k / QK_K; ++b) {
       const uint8_t* sb = group + b * kSuperBytes;
-      if constexpr (RN == 1) prefetch_ahead(sb, kSuperBytes);
       const RowScales scales(sb + kScaleOff);
       __m256i isum[RN];
       for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
       // A pair of sub-blocks shares its code bytes: each load feeds both.
       for (int pair = 0; pair < 4; ++pair) {
+        // Decode prefetch a quarter super-block at a time, not all 18-22 lines at its start:
+        // ember bench tg128 Q4_K_M, 9 alternated rounds, median roofline share 85.7 -> 87.7%.
+        if constexpr (RN == 1) prefetch_ahead(sb + pair * (kSuperBytes / 4), kSuperBytes / 4);
         const __m256i sc_lo = scales.scale(2 * pair), sc_hi = scales.scale(2 * pair + 1);
         for (int q0 = 0; q0 < 8; q0 += Codes::kLoadsPerSum) {
           __m256i lo[RN], hi[RN];
