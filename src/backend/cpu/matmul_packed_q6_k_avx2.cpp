@@ -135,10 +135,12 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
   for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < p.k / QK_K; ++b) {
     const uint8_t* sb = group + b * kSuperBytes;
-    if constexpr (RN == 1) prefetch_ahead(sb, kSuperBytes);
     __m256i isum[RN];
     for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
     for (int k = 0; k < kSubBlocks / 2; ++k) {
+      // Decode prefetch an eighth of the super-block per pair of sub-blocks, as Q4_K does
+      // (tg128 Q4_K_M, 5 alternated rounds: median roofline share 85.0 -> 86.4%).
+      if constexpr (RN == 1) prefetch_ahead(sb + k * (kSuperBytes / 8), kSuperBytes / 8);
       const __m256i pairs =
           _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kScalesAt + 16 * k)));
       // the bias: 32 * (sc_2k * bsum_2k + sc_2k+1 * bsum_2k+1) per row
