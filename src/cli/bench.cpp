@@ -154,16 +154,18 @@ int run_bench(BenchArgs& a) {
   bo.warmup = !a.no_warmup;
   const eval::BenchModelInfo info = describe_model(*model, std::filesystem::path(a.model).filename().string());
   std::vector<eval::BenchRow> rows;
+  std::optional<BandwidthProbe> probe;  // made for the first decode test, shared by the rest
   for (const eval::BenchTest& t : tests) {
     fmt::print(stderr, "bench: {} ({} warm-up, {} runs, {} threads)\n", t.name(), bo.warmup ? 1 : 0, bo.reps, n_threads);
     eval::BenchRow row;
     // Decode tests get the memory bandwidth read with the benchmark's threads between their
     // tokens (eval::BenchOptions::read_bandwidth).
     eval::BenchOptions test_opts = bo;
-    std::optional<BandwidthProbe> probe;
     if (t.n_gen > 0 && t.n_prompt == 0) {
-      probe.emplace(pool);
-      probe->best_pass();  // warm-up
+      if (!probe) {
+        probe.emplace(pool);
+        probe->best_pass();  // warm-up
+      }
       test_opts.read_bandwidth = [&](double seconds) { return probe->gb_per_s_over(seconds) * 1e9; };
     }
     row.result = eval::run_bench_test(ctx, t, test_opts, tok.add_bos(), tok.bos());

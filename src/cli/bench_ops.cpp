@@ -219,7 +219,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
   std::vector<int> thread_counts{1};
   if (f.threads > 1) thread_counts.push_back(f.threads);
 
-  fmt::print("ember bench-ops: SIMD {} (CPU: {}), medians of {} reps\n", simd_level_name(simd_level()),
+  fmt::print("ember bench-ops: SIMD {} (CPU: {}), --reps {}\n", simd_level_name(simd_level()),
              cpu_features_string(), f.reps);
   for (int t : thread_counts) {
     ThreadPool pool(t);

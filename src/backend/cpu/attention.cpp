@@ -317,6 +317,7 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   plan.n_qtiles = (q.rows + plan.tokens - 1) / plan.tokens;
   plan.heads_kv = plan.n_qtiles == 1 ? heads_per_item(p.n_head_kv, p.head_dim) : 1;
   plan.spans.resize(static_cast<size_t>((kv.n_slots + kKeyTile - 1) / kKeyTile));
+  plan.extent = 0;
   for (int64_t j = 0; j < kv.n_slots; ++j) {
     KeyTileSpan& span = plan.spans[j / kKeyTile];
     const int32_t pos = kv.slot_pos[j];
@@ -326,10 +327,8 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
     }
     span.min_pos = std::min(span.min_pos, pos);
     span.max_pos = std::max(span.max_pos, pos);
+    plan.extent = j / kKeyTile + 1;
   }
-  plan.extent = 0;
-  for (int64_t kt = 0; kt < static_cast<int64_t>(plan.spans.size()); ++kt)
-    if (plan.spans[kt].max_pos >= 0) plan.extent = kt + 1;
 
   // Enough items to keep every thread busy: split the ring when heads x query tiles is few.
   // A split covers a fixed run of tiles (set by the ring's size, not by how full it is), so

@@ -117,7 +117,9 @@ struct MatmulJob {
   int64_t rows = 0, tokens = 0, row_group = 1;
   bool split_rows = true;
   int n_chunks = 0;
-  int64_t chunk_start[kMaxChunks + 1] = {};  // split_rows: chunk ch is groups [start[ch], start[ch+1])
+  // split_rows: chunk ch is groups [start[ch], start[ch+1]); only [0, n_chunks] is ever set
+  // or read (no initialiser: a dispatch constructs kMaxTargets jobs on the decode path).
+  int64_t chunk_start[kMaxChunks + 1];
 
   MatmulJob() = default;
   MatmulJob(const KernelPlan& kernel, const MatView& w, PreparedActivations act, F32Mat y, int64_t n_tokens, int nth)
