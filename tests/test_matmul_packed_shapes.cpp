@@ -1,6 +1,7 @@
 // Packed kernels on matrices large enough for their widest tiles: test_matmul's shapes
 // (at most 41 rows) never reach a tile of several groups, nor the multi-group passes of a
-// one-token decode (the F16 kernel takes 8 groups = 64 rows at once). The driver deals
+// one-token decode (the F16 kernel takes 8 groups = 64 rows at once; the integer kernels
+// pair far-apart groups, which needs ranges of several groups). The driver deals
 // rows out in 8 chunks per thread, so 8-group passes need 64 groups: 515 rows = 64 full
 // groups of 8 and a short one; 70 tokens = a full token block and 6 left over.
 #include <doctest/doctest.h>
@@ -56,6 +57,16 @@ TEST_CASE("packed kernels match the reference and decode = batch on wide tiles")
         }
       }
       check::expect_close(singles, want, 5e-4, what + ", one token at a time");
+      // Batches smaller than a tile (a speculative verification batch) take the decode
+      // path's paired groups for each token: bitwise the batch's outputs too.
+      for (int64_t n : {2, 3}) {
+        std::vector<float> few(static_cast<size_t>(n * rows));
+        ops::matmul(pool, packed->view, check::dense_view(x.data(), n, k), check::dense_mat(few, n, rows));
+        for (int64_t i = 0; i < n * rows; ++i) {
+          INFO(what << ", batch of " << n << ", output " << i);
+          REQUIRE(few[i] == batch[i]);
+        }
+      }
     }
   }
   CHECK(tested >= 2);  // at least Q4_0 and one other format have packed kernels

@@ -47,48 +47,67 @@ inline int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// Rows of group g (n_rows of them stored) for tokens c .. c+RN-1.
-template <int RN>
-void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
-  const uint8_t* group = p.w + g * p.w_stride;
+// Groups gs[0 .. S) for tokens c .. c+RN-1 (r_end: the matrix's row count, so a short last
+// group stores only its rows). S > 1 only for decode (RN = 1): far-apart groups read in
+// lockstep (for_each_group_pair). Each group and token goes through the same operations
+// whatever S and RN.
+template <int RN, int S = 1>
+void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
+  const uint8_t* group[S];
+  for (int i = 0; i < S; ++i) group[i] = p.w + gs[i] * p.w_stride;
   const block_q8s* a[RN];
   for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8s*>(p.a + (c + j) * p.a_stride);
-  __m256 acc[RN];
-  for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
+  __m256 acc[S][RN];
+  for (int i = 0; i < S; ++i)
+    for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < p.k / QK4_0; ++b) {
-    const uint8_t* blk = group + b * kBlockBytes;
-    if constexpr (RN == 1) prefetch_ahead(blk, kBlockBytes);
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
-    __m256i lo[4], hi[4];
-    for (int q = 0; q < 4; ++q) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kScaleBytes + 32 * q));
-      lo[q] = _mm256_and_si256(raw, nibble);
-      hi[q] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-    }
-    for (int j = 0; j < RN; ++j) {
-      const block_q8s& ab = a[j][b];
-      // Saturating adds never saturate here (bound above) but keep GCC from reassociating
-      // the sum into a tree that holds every maddubs result at once and spills.
-      __m256i s = _mm256_setzero_si256();
+    for (int i = 0; i < S; ++i) {
+      const uint8_t* blk = group[i] + b * kBlockBytes;
+      if constexpr (RN == 1) prefetch_ahead(blk, kBlockBytes);
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+      __m256i lo[4], hi[4];
       for (int q = 0; q < 4; ++q) {
-        s = _mm256_adds_epi16(s, _mm256_maddubs_epi16(lo[q], _mm256_set1_epi32(load_i32(ab.qs + 4 * q))));
-        s = _mm256_adds_epi16(s, _mm256_maddubs_epi16(hi[q], _mm256_set1_epi32(load_i32(ab.qs + 16 + 4 * q))));
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kScaleBytes + 32 * q));
+        lo[q] = _mm256_and_si256(raw, nibble);
+        hi[q] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
       }
-      const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s, ones));
-      const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(ab.d), dot, _mm256_set1_ps(8.0f * ab.s));
-      acc[j] = _mm256_fmadd_ps(d, t, acc[j]);
+      for (int j = 0; j < RN; ++j) {
+        const block_q8s& ab = a[j][b];
+        // Saturating adds never saturate here (bound above) but keep GCC from reassociating
+        // the sum into a tree that holds every maddubs result at once and spills.
+        __m256i s = _mm256_setzero_si256();
+        for (int q = 0; q < 4; ++q) {
+          s = _mm256_adds_epi16(s, _mm256_maddubs_epi16(lo[q], _mm256_set1_epi32(load_i32(ab.qs + 4 * q))));
+          s = _mm256_adds_epi16(s, _mm256_maddubs_epi16(hi[q], _mm256_set1_epi32(load_i32(ab.qs + 16 + 4 * q))));
+        }
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s, ones));
+        const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(ab.d), dot, _mm256_set1_ps(8.0f * ab.s));
+        acc[i][j] = _mm256_fmadd_ps(d, t, acc[i][j]);
+      }
     }
   }
-  for (int j = 0; j < RN; ++j) store_group_rows(p.y + (c + j) * p.y_stride + g * kRows, acc[j], n_rows);
+  for (int i = 0; i < S; ++i)
+    for (int j = 0; j < RN; ++j)
+      store_group_rows(p.y + (c + j) * p.y_stride + gs[i] * kRows, acc[i][j], r_end - gs[i] * kRows);
 }
 
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   constexpr int RN = 4;
+  if (c1 - c0 < RN) {
+    for_each_group_pair(
+        kRows, r0, r1, c0, c1,
+        [&](int64_t ga, int64_t gb, int64_t c) {
+          const int64_t gs[2] = {ga, gb};
+          micro<1, 2>(p, gs, r1, c);
+        },
+        [&](int64_t g, int64_t c) { micro<1>(p, &g, r1, c); });
+    return;
+  }
   for_each_packed_tile<RN>(
-      kRows, r0, r1, c0, c1, [&](int64_t g, int n, int64_t c) { micro<RN>(p, g, n, c); },
-      [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); });
+      kRows, r0, r1, c0, c1, [&](int64_t g, int, int64_t c) { micro<RN>(p, &g, r1, c); },
+      [&](int64_t g, int, int64_t c) { micro<1>(p, &g, r1, c); });
 }
 
 }  // namespace
