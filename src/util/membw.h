@@ -24,8 +24,8 @@ struct ReadBandwidth {
 };
 
 // Reads a `bytes` buffer (choose it well above the last-level cache) with all of the pool's
-// threads, `reps` times after one warm-up pass (each time the faster of one and two
-// streams per thread), and reports the median. The buffer is on
+// threads, `reps` times after one warm-up pass (each time the fastest of 1, 2, 4 and 8 streams
+// per thread), and reports the median. The buffer is on
 // the pages the packed weights get (util/stream_buffer.h), so decode meets a like read.
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes = size_t{512} << 20, int reps = 7);
 
@@ -46,11 +46,11 @@ class BandwidthProbe {
     double wall = 0.0, cpu = 0.0;
   };
   Rate pass(int streams);
-  // The faster (by the wall clock) of one pass with one stream per thread and one with two:
+  // The fastest (by the wall clock) of passes with 1, 2, 4 and 8 streams per thread:
   // the reference is the best these reads reach, so a kernel's share of it is not flattered
   // by a slow pattern.
   Rate best_pass();
-  // Mean GB/s of best_pass() over at least `seconds` (and at least one pair of passes).
+  // Mean GB/s of best_pass() over at least `seconds` (and at least one best_pass()).
   double gb_per_s_over(double seconds);
   size_t bytes() const;
 
