@@ -33,8 +33,10 @@ inline void for_each_packed_tile(int group_rows, int64_t r0, int64_t r1, int64_t
 // Decode (fewer tokens than a tile; a one-token step above all) reads the two halves of its
 // row range at once: pair(ga, gb, c) computes groups ga and gb in lockstep, block by block,
 // for token c, and one(g, c) the odd group left over. Measured on this project's Zen 3 VM
-// (ember bench tg128, TinyLlama shape, 2 threads, alternated rounds): Q4_0 86.6 -> 97.6% of
-// the roofline, Q8_0 91.7 -> 101.8%; 3 or 4 parts like 2. Two neighbouring groups in
+// (ember bench tg128, TinyLlama shape, 2 threads, alternated rounds, against the reference
+// of that time, the faster of 1 and 2 read streams): Q4_0 36.3 -> 39.0 t/s, 86.6 -> 97.6% of
+// the roofline, Q8_0 91.7 -> 101.8%; 3 or 4 parts like 2 (S = 4 vs 2 again later: 43.5 vs
+// 44.2 t/s). Two neighbouring groups in
 // lockstep (streams one group apart) gained nothing (89.0 vs 89.0%): it is the distance
 // between the streams that counts, as in the read that sets the roofline (util/membw.cpp).
 // The Q4_K and Q6_K kernels gained nothing from 2 or 4 parts (ember bench-ops and Q4_K_M
