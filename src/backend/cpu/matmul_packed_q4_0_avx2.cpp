@@ -50,9 +50,10 @@ inline int32_t load_i32(const int8_t* p) {
 // Groups gs[0 .. S) for tokens c .. c+RN-1 (r_end: the matrix's row count, so a short last
 // group stores only its rows). S > 1 only for decode (RN = 1): far-apart groups read in
 // lockstep (for_each_group_pair). Each group and token goes through the same operations
-// whatever S and RN.
+// whatever S and RN. noinline keeps the prefill tile a call, as before the decode pair was
+// added (GCC then inlined it into tile(); the same change cost Q8_0's prefill ~4%).
 template <int RN, int S = 1>
-void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
+[[gnu::noinline]] void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
   const uint8_t* group[S];
   for (int i = 0; i < S; ++i) group[i] = p.w + gs[i] * p.w_stride;
   const block_q8s* a[RN];

@@ -58,15 +58,17 @@ inline int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// Groups gs[0 .. G) for tokens c .. c+RN-1 (r_end: the matrix's row count): neighbours in
-// prefill tiles, far apart for decode (for_each_group_pair).
+// Groups g, g + step, .. g + (G-1) step for tokens c .. c+RN-1 (r_end: the matrix's row
+// count): neighbours (step 1) in prefill tiles, far apart for decode (for_each_group_pair).
+// noinline: GCC inlined the 2 x 4 tile into tile() once the decode pair was added, and the
+// prefill matmul ran ~4% slower (ember bench-ops, Q8_0 512 x 4096 x 4096).
 template <int G, int RN>
-void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
+[[gnu::noinline]] void micro(const MatmulArgs& p, int64_t g, int64_t step, int64_t r_end, int64_t c) {
   const int64_t nb = blocks(p.k);
   const uint8_t* scales[G];
   const uint8_t* codes[G];
   for (int i = 0; i < G; ++i) {
-    scales[i] = p.w + gs[i] * p.w_stride;
+    scales[i] = p.w + (g + i * step) * p.w_stride;
     codes[i] = scales[i] + nb * kScaleBytes;
   }
   const block_q8s* a[RN];
@@ -111,7 +113,7 @@ void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
   }
   for (int i = 0; i < G; ++i)
     for (int j = 0; j < RN; ++j)
-      store_group_rows(p.y + (c + j) * p.y_stride + gs[i] * kRows, acc[i][j], r_end - gs[i] * kRows);
+      store_group_rows(p.y + (c + j) * p.y_stride + (g + i * step) * kRows, acc[i][j], r_end - (g + i * step) * kRows);
 }
 
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -121,22 +123,15 @@ void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   if (c1 - c0 < RN) {
     for_each_group_pair(
         kRows, r0, r1, c0, c1,
-        [&](int64_t ga, int64_t gb, int64_t c) {
-          const int64_t gs[2] = {ga, gb};
-          micro<2, 1>(p, gs, r1, c);
-        },
-        [&](int64_t g, int64_t c) { micro<1, 1>(p, &g, r1, c); });
+        [&](int64_t ga, int64_t gb, int64_t c) { micro<2, 1>(p, ga, gb - ga, r1, c); },
+        [&](int64_t g, int64_t c) { micro<1, 1>(p, g, 1, r1, c); });
     return;
   }
   for_each_group_tile<G, RN>(
-      kRows, r0, r1, c0, c1,
-      [&](int64_t g, int64_t c) {
-        const int64_t gs[G] = {g, g + 1};
-        micro<G, RN>(p, gs, r1, c);
-      },
-      [&](int64_t g, int64_t c) { micro<1, RN>(p, &g, r1, c); },
+      kRows, r0, r1, c0, c1, [&](int64_t g, int64_t c) { micro<G, RN>(p, g, 1, r1, c); },
+      [&](int64_t g, int64_t c) { micro<1, RN>(p, g, 1, r1, c); },
       [&](int64_t g0, int64_t g1, int64_t c) {
-        for (int64_t g = g0; g < g1; ++g) micro<1, 1>(p, &g, r1, c);
+        for (int64_t g = g0; g < g1; ++g) micro<1, 1>(p, g, 1, r1, c);
       });
 }
 
