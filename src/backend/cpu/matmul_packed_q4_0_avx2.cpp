@@ -97,13 +97,9 @@ template <int RN, int S = 1>
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   constexpr int RN = 4;
   if (c1 - c0 < RN) {
-    for_each_group_pair(
-        kRows, r0, r1, c0, c1,
-        [&](int64_t ga, int64_t gb, int64_t c) {
-          const int64_t gs[2] = {ga, gb};
-          micro<1, 2>(p, gs, r1, c);
-        },
-        [&](int64_t g, int64_t c) { micro<1>(p, &g, r1, c); });
+    for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
+      n == 2 ? micro<1, 2>(p, gs, r1, c) : micro<1>(p, gs, r1, c);
+    });
     return;
   }
   for_each_packed_tile<RN>(

@@ -77,6 +77,7 @@ constexpr Shuffles kShuf = make_shuffles();
 // likewise m03/m47 the mins. Words a, b, c are the rows' scale bytes 0-3, 4-7, 8-11.
 struct RowScales {
   __m256i sc03, sc47, m03, m47;
+  RowScales() = default;
   explicit RowScales(const uint8_t* words) {
     const __m256i a = load256(words), b = load256(words + 32), c = load256(words + 64);
     const __m256i low6 = _mm256_set1_epi8(0x3f), low4 = _mm256_set1_epi8(0x0f), top2 = _mm256_set1_epi8(0x30);
@@ -132,63 +133,94 @@ struct Kernel {
     }
   }
 
-  // Rows of group g (n_rows of them stored) for tokens c .. c+RN-1.
-  template <int RN>
-  static void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
-    const uint8_t* group = p.w + g * p.w_stride;
+  // Groups gs[0 .. S) for tokens c .. c+RN-1 (r_end: the matrix's row count, so a short
+  // last group stores only its rows). S > 1 only for decode: far-apart groups read in
+  // lockstep (for_each_group_pair), taking turns every Codes::kLoadsPerSum code loads. Turns
+  // of a whole super-block or of a pair of sub-blocks gained nothing (Q4_K_M tg128, within
+  // noise); these did (see tile()). Each group and token goes through the same operations
+  // whatever S and RN.
+  template <int RN, int S = 1>
+  [[gnu::noinline]] static void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
+    const uint8_t* group[S];
+    for (int i = 0; i < S; ++i) group[i] = p.w + gs[i] * p.w_stride;
     const block_q8_K* a[RN];
     for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8_K*>(p.a + (c + j) * p.a_stride);
-    __m256 acc[RN];
-    for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
+    __m256 acc[S][RN];
+    for (int i = 0; i < S; ++i)
+      for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < p.k / QK_K; ++b) {
-      const uint8_t* sb = group + b * kSuperBytes;
-      const RowScales scales(sb + kScaleOff);
-      __m256i isum[RN];
-      for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
+      const uint8_t* sb[S];
+      __m256i isum[S][RN];
+      for (int i = 0; i < S; ++i) {
+        sb[i] = group[i] + b * kSuperBytes;
+        for (int j = 0; j < RN; ++j) isum[i][j] = _mm256_setzero_si256();
+      }
+      RowScales scales[S];
+      for (int i = 0; i < S; ++i) scales[i] = RowScales(sb[i] + kScaleOff);
       // A pair of sub-blocks shares its code bytes: each load feeds both.
       for (int pair = 0; pair < 4; ++pair) {
-        // Decode prefetch a quarter super-block at a time, not all 18-22 lines at its start:
-        // ember bench tg128 Q4_K_M, 9 alternated rounds, median roofline share 85.7 -> 87.7%.
-        if constexpr (RN == 1) prefetch_ahead(sb + pair * (kSuperBytes / 4), kSuperBytes / 4);
-        const __m256i sc_lo = scales.scale(2 * pair), sc_hi = scales.scale(2 * pair + 1);
-        for (int q0 = 0; q0 < 8; q0 += Codes::kLoadsPerSum) {
-          __m256i lo[RN], hi[RN];
-          for (int j = 0; j < RN; ++j) lo[j] = hi[j] = _mm256_setzero_si256();
-          // Saturating adds, though the sums never saturate (kLoadsPerSum): GCC reassociates
-          // plain vector adds into a tree that keeps every maddubs result alive (spilling
-          // them to the stack: ~15% slower), but leaves these in order.
+        __m256i sc_lo[S], sc_hi[S];
+        for (int i = 0; i < S; ++i) {
+          // Decode prefetch a quarter super-block at a time, not all 18-22 lines at its start:
+          // ember bench tg128 Q4_K_M, 9 alternated rounds, median roofline share 85.7 -> 87.7%.
+          if constexpr (RN == 1) prefetch_ahead(sb[i] + pair * (kSuperBytes / 4), kSuperBytes / 4);
+          sc_lo[i] = scales[i].scale(2 * pair);
+          sc_hi[i] = scales[i].scale(2 * pair + 1);
+        }
+        for (int q0 = 0; q0 < 8; q0 += Codes::kLoadsPerSum)
+          for (int i = 0; i < S; ++i) {
+            __m256i lo[RN], hi[RN];
+            for (int j = 0; j < RN; ++j) lo[j] = hi[j] = _mm256_setzero_si256();
+            // Saturating adds, though the sums never saturate (kLoadsPerSum): GCC reassociates
+            // plain vector adds into a tree that keeps every maddubs result alive (spilling
+            // them to the stack: ~15% slower), but leaves these in order.
 #pragma GCC unroll 8
-          for (int q = q0; q < q0 + Codes::kLoadsPerSum; ++q) {
-            __m256i ulo, uhi;
-            Codes::unpack(sb + kHeadBytes, pair, q, ulo, uhi);
-            for (int j = 0; j < RN; ++j) {
-              const int8_t* act = a[j][b].qs + 64 * pair + 4 * q;
-              lo[j] = _mm256_adds_epi16(lo[j], _mm256_maddubs_epi16(ulo, _mm256_set1_epi32(load_i32(act))));
-              hi[j] = _mm256_adds_epi16(hi[j], _mm256_maddubs_epi16(uhi, _mm256_set1_epi32(load_i32(act + 32))));
+            for (int q = q0; q < q0 + Codes::kLoadsPerSum; ++q) {
+              __m256i ulo, uhi;
+              Codes::unpack(sb[i] + kHeadBytes, pair, q, ulo, uhi);
+              for (int j = 0; j < RN; ++j) {
+                const int8_t* act = a[j][b].qs + 64 * pair + 4 * q;
+                lo[j] = _mm256_adds_epi16(lo[j], _mm256_maddubs_epi16(ulo, _mm256_set1_epi32(load_i32(act))));
+                hi[j] = _mm256_adds_epi16(hi[j], _mm256_maddubs_epi16(uhi, _mm256_set1_epi32(load_i32(act + 32))));
+              }
             }
+            for (int j = 0; j < RN; ++j)
+              isum[i][j] = _mm256_add_epi32(
+                  isum[i][j], _mm256_add_epi32(_mm256_madd_epi16(lo[j], sc_lo[i]), _mm256_madd_epi16(hi[j], sc_hi[i])));
           }
-          for (int j = 0; j < RN; ++j)
-            isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(lo[j], sc_lo), _mm256_madd_epi16(hi[j], sc_hi)));
+      }
+      for (int i = 0; i < S; ++i) {
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[i] + kHalfOff)));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[i] + kMinHalfOff)));
+        const __m256i mins[4] = {scales[i].min_pair(0), scales[i].min_pair(1), scales[i].min_pair(2),
+                                 scales[i].min_pair(3)};
+        for (int j = 0; j < RN; ++j) {
+          const __m256 da = _mm256_set1_ps(a[j][b].d);
+          const __m256 m = _mm256_cvtepi32_ps(mins_dot(mins, a[j][b].bsums));
+          acc[i][j] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[i][j]), acc[i][j]);
+          acc[i][j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), m, acc[i][j]);
         }
       }
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kHalfOff)));
-      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kMinHalfOff)));
-      const __m256i mins[4] = {scales.min_pair(0), scales.min_pair(1), scales.min_pair(2), scales.min_pair(3)};
-      for (int j = 0; j < RN; ++j) {
-        const __m256 da = _mm256_set1_ps(a[j][b].d);
-        const __m256 m = _mm256_cvtepi32_ps(mins_dot(mins, a[j][b].bsums));
-        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-        acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, da), m, acc[j]);
-      }
     }
-    for (int j = 0; j < RN; ++j) store_group_rows(p.y + (c + j) * p.y_stride + g * kRows, acc[j], n_rows);
+    for (int i = 0; i < S; ++i)
+      for (int j = 0; j < RN; ++j)
+        store_group_rows(p.y + (c + j) * p.y_stride + gs[i] * kRows, acc[i][j], r_end - gs[i] * kRows);
   }
 
   static void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     constexpr int RN = 4;  // 2..6 measured alike for Q4_K (noisy); 4 divides kTokenBlock
+    if (c1 - c0 < RN) {
+      // Two far-apart groups in lockstep: Q4_K_M tg128, tools/bench-ab against the
+      // 1/2/4/8-stream reference, three sets of 4-5 alternated rounds: median roofline share
+      // 72.2 -> 75.0%, 74.7 -> 81.6%, 74.1 -> 78.6%; t/s 32.0 -> 33.8, 32.1 -> 37.6, 30.2 -> 33.1.
+      for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
+        n == 2 ? micro<1, 2>(p, gs, r1, c) : micro<1>(p, gs, r1, c);
+      });
+      return;
+    }
     for_each_packed_tile<RN>(
-        kRows, r0, r1, c0, c1, [&](int64_t g, int n, int64_t c) { micro<RN>(p, g, n, c); },
-        [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); });
+        kRows, r0, r1, c0, c1, [&](int64_t g, int, int64_t c) { micro<RN>(p, &g, r1, c); },
+        [&](int64_t g, int, int64_t c) { micro<1>(p, &g, r1, c); });
   }
 
   static constexpr PackedKernel packed() { return {kRows, group_bytes, pack_group, ActFormat::Q8K, tile}; }

@@ -31,25 +31,29 @@ inline void for_each_packed_tile(int group_rows, int64_t r0, int64_t r1, int64_t
 }
 
 // Decode (fewer tokens than a tile; a one-token step above all) reads the two halves of its
-// row range at once: pair(ga, gb, c) computes groups ga and gb in lockstep, block by block,
-// for token c, and one(g, c) the odd group left over. Measured on this project's Zen 3 VM
+// row range at once: groups(gs, 2, c) computes groups gs[0] and gs[1] in lockstep, block by
+// block, for token c, and groups(gs, 1, c) the odd group left over. Measured on this project's Zen 3 VM
 // (ember bench tg128, TinyLlama shape, 2 threads, alternated rounds, against the reference
 // of that time, the faster of 1 and 2 read streams): Q4_0 36.3 -> 39.0 t/s, 86.6 -> 97.6% of
 // the roofline, Q8_0 91.7 -> 101.8%; 3 or 4 parts like 2 (S = 4 vs 2 again later: 43.5 vs
 // 44.2 t/s). Two neighbouring groups in
 // lockstep (streams one group apart) gained nothing (89.0 vs 89.0%): it is the distance
 // between the streams that counts, as in the read that sets the roofline (util/membw.cpp).
-// The Q4_K and Q6_K kernels gained nothing from 2 or 4 parts (ember bench-ops and Q4_K_M
-// tg128, within noise or worse) and keep one stream.
-template <class Pair, class One>
-inline void for_each_group_pair(int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Pair&& pair,
-                                One&& one) {
+// Q4_K and Q5_K gain only when the groups take turns every few code loads (packed_q45_k_avx2.h);
+// Q6_K gained nothing from pairs taking turns per super-block or per pair of sub-blocks, nor
+// from 4 parts (ember bench-ops and Q4_K_M tg128, within noise or worse) and keeps one stream.
+template <class Groups>
+inline void for_each_group_pair(int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Groups&& groups) {
   const int64_t g0 = r0 / group_rows, g1 = (r1 + group_rows - 1) / group_rows;
   const int64_t half = (g1 - g0) / 2;
-  for (int64_t i = 0; i < half; ++i)
-    for (int64_t c = c0; c < c1; ++c) pair(g0 + i, g0 + half + i, c);
-  if ((g1 - g0) % 2 != 0)
-    for (int64_t c = c0; c < c1; ++c) one(g1 - 1, c);
+  for (int64_t i = 0; i < half; ++i) {
+    const int64_t gs[2] = {g0 + i, g0 + half + i};
+    for (int64_t c = c0; c < c1; ++c) groups(gs, 2, c);
+  }
+  if ((g1 - g0) % 2 != 0) {
+    const int64_t last = g1 - 1;
+    for (int64_t c = c0; c < c1; ++c) groups(&last, 1, c);
+  }
 }
 
 // Tiles of G consecutive groups x RN tokens, for kernels whose accumulators hold a group's
