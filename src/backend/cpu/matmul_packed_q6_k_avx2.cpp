@@ -125,48 +125,64 @@ alignas(32) constexpr uint8_t kDup[2][32] = {
     {0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13},
     {2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15, 2, 3, 2, 3, 6, 7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15}};
 
-// Rows of group g (n_rows of them stored) for tokens c .. c+RN-1.
-template <int RN>
-void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
-  const uint8_t* group = p.w + g * p.w_stride;
+// Groups gs[0 .. S) for tokens c .. c+RN-1 (r_end: the matrix's row count, so a short last
+// group stores only its rows). S > 1 only for decode: far-apart groups read in lockstep
+// (for_each_group_pair), taking turns every sub-block. Each group and token goes through
+// the same operations whatever S and RN.
+template <int RN, int S = 1>
+[[gnu::noinline]] void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
+  const uint8_t* group[S];
+  for (int i = 0; i < S; ++i) group[i] = p.w + gs[i] * p.w_stride;
   const block_q8_K* a[RN];
   for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8_K*>(p.a + (c + j) * p.a_stride);
-  __m256 acc[RN];
-  for (int j = 0; j < RN; ++j) acc[j] = _mm256_setzero_ps();
+  __m256 acc[S][RN];
+  for (int i = 0; i < S; ++i)
+    for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
   for (int64_t b = 0; b < p.k / QK_K; ++b) {
-    const uint8_t* sb = group + b * kSuperBytes;
-    __m256i isum[RN];
-    for (int j = 0; j < RN; ++j) isum[j] = _mm256_setzero_si256();
-    for (int k = 0; k < kSubBlocks / 2; ++k) {
-      // Decode prefetch an eighth of the super-block per pair of sub-blocks, as Q4_K does
-      // (tg128 Q4_K_M, 5 alternated rounds: median roofline share 85.0 -> 86.4%).
-      if constexpr (RN == 1) prefetch_ahead(sb + k * (kSuperBytes / 8), kSuperBytes / 8);
-      const __m256i pairs =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kScalesAt + 16 * k)));
-      // the bias: 32 * (sc_2k * bsum_2k + sc_2k+1 * bsum_2k+1) per row
-      const __m256i pairs32 = _mm256_slli_epi16(pairs, 5);
-      for (int j = 0; j < RN; ++j)
-        isum[j] = _mm256_sub_epi32(
-            isum[j], _mm256_madd_epi16(pairs32, _mm256_set1_epi32(load_i32(a[j][b].bsums + 2 * k))));
-      for (int h = 0; h < 2; ++h) {
-        const int sub = 2 * k + h;
-        const __m256i sc = _mm256_shuffle_epi8(pairs, loadu(kDup[h]));
-        const SubCodes u(sb + sub * kSubBytes);
-        for (int j = 0; j < RN; ++j) {
-          const int8_t* av = a[j][b].qs + 16 * sub;
-          const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(u.q[0], _mm256_set1_epi32(load_i32(av))),
-                                               _mm256_maddubs_epi16(u.q[1], _mm256_set1_epi32(load_i32(av + 4))));
-          const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(u.q[2], _mm256_set1_epi32(load_i32(av + 8))),
-                                               _mm256_maddubs_epi16(u.q[3], _mm256_set1_epi32(load_i32(av + 12))));
-          isum[j] = _mm256_add_epi32(isum[j], _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)));
-        }
-      }
+    const uint8_t* sb[S];
+    __m256i isum[S][RN];
+    for (int i = 0; i < S; ++i) {
+      sb[i] = group[i] + b * kSuperBytes;
+      for (int j = 0; j < RN; ++j) isum[i][j] = _mm256_setzero_si256();
     }
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb + kDAt)));
-    for (int j = 0; j < RN; ++j)
-      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+    for (int k = 0; k < kSubBlocks / 2; ++k) {
+      __m256i pairs[S];
+      for (int i = 0; i < S; ++i) {
+        // Decode prefetch an eighth of the super-block per pair of sub-blocks, as Q4_K does
+        // (tg128 Q4_K_M, 5 alternated rounds: median roofline share 85.0 -> 86.4%).
+        if constexpr (RN == 1) prefetch_ahead(sb[i] + k * (kSuperBytes / 8), kSuperBytes / 8);
+        pairs[i] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[i] + kScalesAt + 16 * k)));
+        // the bias: 32 * (sc_2k * bsum_2k + sc_2k+1 * bsum_2k+1) per row
+        const __m256i pairs32 = _mm256_slli_epi16(pairs[i], 5);
+        for (int j = 0; j < RN; ++j)
+          isum[i][j] = _mm256_sub_epi32(
+              isum[i][j], _mm256_madd_epi16(pairs32, _mm256_set1_epi32(load_i32(a[j][b].bsums + 2 * k))));
+      }
+      for (int h = 0; h < 2; ++h)
+        for (int i = 0; i < S; ++i) {
+          const int sub = 2 * k + h;
+          const __m256i sc = _mm256_shuffle_epi8(pairs[i], loadu(kDup[h]));
+          const SubCodes u(sb[i] + sub * kSubBytes);
+          for (int j = 0; j < RN; ++j) {
+            const int8_t* av = a[j][b].qs + 16 * sub;
+            const __m256i s01 = _mm256_add_epi16(_mm256_maddubs_epi16(u.q[0], _mm256_set1_epi32(load_i32(av))),
+                                                 _mm256_maddubs_epi16(u.q[1], _mm256_set1_epi32(load_i32(av + 4))));
+            const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(u.q[2], _mm256_set1_epi32(load_i32(av + 8))),
+                                                 _mm256_maddubs_epi16(u.q[3], _mm256_set1_epi32(load_i32(av + 12))));
+            isum[i][j] =
+                _mm256_add_epi32(isum[i][j], _mm256_add_epi32(_mm256_madd_epi16(s01, sc), _mm256_madd_epi16(s23, sc)));
+          }
+        }
+    }
+    for (int i = 0; i < S; ++i) {
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sb[i] + kDAt)));
+      for (int j = 0; j < RN; ++j)
+        acc[i][j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(isum[i][j]), acc[i][j]);
+    }
   }
-  for (int j = 0; j < RN; ++j) store_group_rows(p.y + (c + j) * p.y_stride + g * kRows, acc[j], n_rows);
+  for (int i = 0; i < S; ++i)
+    for (int j = 0; j < RN; ++j)
+      store_group_rows(p.y + (c + j) * p.y_stride + gs[i] * kRows, acc[i][j], r_end - gs[i] * kRows);
 }
 
 // Tiles of 8 tokens share each decoded sub-block most widely (measured ~10% faster than 4
@@ -175,9 +191,18 @@ void micro(const MatmulArgs& p, int64_t g, int n_rows, int64_t c) {
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   static_assert(kTokenBlock % 8 == 0, "every token block but the last is whole 8-token tiles");
   const int64_t c8 = c0 + (c1 - c0) / 8 * 8;
-  auto eight = [&](int64_t g, int n, int64_t c) { micro<8>(p, g, n, c); };
-  auto four = [&](int64_t g, int n, int64_t c) { micro<4>(p, g, n, c); };
-  auto one = [&](int64_t g, int n, int64_t c) { micro<1>(p, g, n, c); };
+  if (c1 - c0 < 4) {
+    // Q4_K_M tg128, tools/bench-ab against the 1/2/4/8-stream reference, two sets of 4
+    // alternated rounds: median roofline share 79.2 -> 81.6%, 80.0 -> 82.5% (t/s within
+    // noise); bench-ops Q6_K DRAM matvec, best segment, 3 alternated rounds: 18-24 -> 18-27 GB/s.
+    for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
+      n == 2 ? micro<1, 2>(p, gs, r1, c) : micro<1>(p, gs, r1, c);
+    });
+    return;
+  }
+  auto eight = [&](int64_t g, int, int64_t c) { micro<8>(p, &g, r1, c); };
+  auto four = [&](int64_t g, int, int64_t c) { micro<4>(p, &g, r1, c); };
+  auto one = [&](int64_t g, int, int64_t c) { micro<1>(p, &g, r1, c); };
   if (c0 < c8) for_each_packed_tile<8>(kRows, r0, r1, c0, c8, eight, one);
   if (c8 < c1) for_each_packed_tile<4>(kRows, r0, r1, c8, c1, four, one);
 }

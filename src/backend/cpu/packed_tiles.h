@@ -39,9 +39,9 @@ inline void for_each_packed_tile(int group_rows, int64_t r0, int64_t r1, int64_t
 // 44.2 t/s). Two neighbouring groups in
 // lockstep (streams one group apart) gained nothing (89.0 vs 89.0%): it is the distance
 // between the streams that counts, as in the read that sets the roofline (util/membw.cpp).
-// Q4_K and Q5_K gain only when the groups take turns every few code loads (packed_q45_k_avx2.h);
-// Q6_K gained nothing from pairs taking turns per super-block or per pair of sub-blocks, nor
-// from 4 parts (ember bench-ops and Q4_K_M tg128, within noise or worse) and keeps one stream.
+// The K-quants gain only when the groups take turns often: every few code loads for Q4_K and
+// Q5_K (packed_q45_k_avx2.h), every sub-block for Q6_K; turns per super-block or per pair of
+// sub-blocks gained nothing (ember bench-ops and Q4_K_M tg128, within noise or worse).
 template <class Groups>
 inline void for_each_group_pair(int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Groups&& groups) {
   const int64_t g0 = r0 / group_rows, g1 = (r1 + group_rows - 1) / group_rows;
