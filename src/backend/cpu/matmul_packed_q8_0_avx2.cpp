@@ -111,9 +111,10 @@ template <int G, int RN>
             _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), _mm256_cvtepi32_ps(dot[i][j]), acc[i][j]);
     }
   }
-  for (int i = 0; i < G; ++i)
-    for (int j = 0; j < RN; ++j)
-      store_group_rows(p.y + (c + j) * p.y_stride + (g + i * step) * kRows, acc[i][j], r_end - (g + i * step) * kRows);
+  for (int i = 0; i < G; ++i) {
+    const int64_t row0 = (g + i * step) * kRows;
+    for (int j = 0; j < RN; ++j) store_group_rows(p.y + (c + j) * p.y_stride + row0, acc[i][j], r_end - row0);
+  }
 }
 
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {

@@ -32,16 +32,16 @@ inline void for_each_packed_tile(int group_rows, int64_t r0, int64_t r1, int64_t
 
 // Decode (fewer tokens than a tile; a one-token step above all) reads the two halves of its
 // row range at once: groups(gs, 2, c) computes groups gs[0] and gs[1] in lockstep, block by
-// block, for token c, and groups(gs, 1, c) the odd group left over. Measured on this project's Zen 3 VM
-// (ember bench tg128, TinyLlama shape, 2 threads, alternated rounds, against the reference
-// of that time, the faster of 1 and 2 read streams): Q4_0 36.3 -> 39.0 t/s, 86.6 -> 97.6% of
-// the roofline, Q8_0 91.7 -> 101.8%; 3 or 4 parts like 2 (S = 4 vs 2 again later: 43.5 vs
-// 44.2 t/s). Two neighbouring groups in
-// lockstep (streams one group apart) gained nothing (89.0 vs 89.0%): it is the distance
-// between the streams that counts, as in the read that sets the roofline (util/membw.cpp).
-// The K-quants gain only when the groups take turns often: every few code loads for Q4_K and
-// Q5_K (packed_q45_k_avx2.h), every sub-block for Q6_K; turns per super-block or per pair of
-// sub-blocks gained nothing (ember bench-ops and Q4_K_M tg128, within noise or worse).
+// block, for token c, and groups(gs, 1, c) the odd group left over.
+// Measured on this project's Zen 3 VM (ember bench tg128, TinyLlama shape, 2 threads,
+// alternated rounds, against the reference of that time, the faster of 1 and 2 read
+// streams): Q4_0 36.3 -> 39.0 t/s, 86.6 -> 97.6% of the roofline; Q8_0 91.7 -> 101.8%.
+// 3 or 4 parts did like 2 (S = 4 vs 2 again later: 43.5 vs 44.2 t/s). Two neighbouring
+// groups in lockstep (streams one group apart) gained nothing (89.0 vs 89.0%): it is the
+// distance between the streams that counts, as in the read that sets the roofline
+// (util/membw.cpp). The K-quants gain only when the groups take turns often: every few code
+// loads for Q4_K and Q5_K (packed_q45_k_avx2.h), every sub-block for Q6_K; turns per
+// super-block or per pair of sub-blocks gained nothing (bench-ops and Q4_K_M tg128).
 template <class Groups>
 inline void for_each_group_pair(int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Groups&& groups) {
   const int64_t g0 = r0 / group_rows, g1 = (r1 + group_rows - 1) / group_rows;
