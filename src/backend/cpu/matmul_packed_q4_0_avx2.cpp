@@ -97,14 +97,12 @@ template <int RN, int S = 1>
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   constexpr int RN = 4;
   if (c1 - c0 < RN) {
-    for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
-      n == 2 ? micro<1, 2>(p, gs, r1, c) : micro<1>(p, gs, r1, c);
-    });
+    decode_group_pairs(p, kRows, r0, r1, c0, c1, micro<1, 2>, micro<1>);
     return;
   }
   for_each_packed_tile<RN>(
-      kRows, r0, r1, c0, c1, [&](int64_t g, int, int64_t c) { micro<RN>(p, &g, r1, c); },
-      [&](int64_t g, int, int64_t c) { micro<1>(p, &g, r1, c); });
+      kRows, r0, r1, c0, c1, [&](int64_t g, int64_t c) { micro<RN>(p, &g, r1, c); },
+      [&](int64_t g, int64_t c) { micro<1>(p, &g, r1, c); });
 }
 
 }  // namespace

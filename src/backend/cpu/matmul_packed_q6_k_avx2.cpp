@@ -195,14 +195,12 @@ void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     // Q4_K_M tg128, tools/bench-ab against the 1/2/4/8-stream reference, two sets of 4
     // alternated rounds: median roofline share 79.2 -> 81.6%, 80.0 -> 82.5% (t/s within
     // noise); bench-ops Q6_K DRAM matvec, best segment, 3 alternated rounds: 18-24 -> 18-27 GB/s.
-    for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
-      n == 2 ? micro<1, 2>(p, gs, r1, c) : micro<1>(p, gs, r1, c);
-    });
+    decode_group_pairs(p, kRows, r0, r1, c0, c1, micro<1, 2>, micro<1>);
     return;
   }
-  auto eight = [&](int64_t g, int, int64_t c) { micro<8>(p, &g, r1, c); };
-  auto four = [&](int64_t g, int, int64_t c) { micro<4>(p, &g, r1, c); };
-  auto one = [&](int64_t g, int, int64_t c) { micro<1>(p, &g, r1, c); };
+  auto eight = [&](int64_t g, int64_t c) { micro<8>(p, &g, r1, c); };
+  auto four = [&](int64_t g, int64_t c) { micro<4>(p, &g, r1, c); };
+  auto one = [&](int64_t g, int64_t c) { micro<1>(p, &g, r1, c); };
   if (c0 < c8) for_each_packed_tile<8>(kRows, r0, r1, c0, c8, eight, one);
   if (c8 < c1) for_each_packed_tile<4>(kRows, r0, r1, c8, c1, four, one);
 }

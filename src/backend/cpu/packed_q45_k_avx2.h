@@ -213,14 +213,12 @@ struct Kernel {
       // Two far-apart groups in lockstep: Q4_K_M tg128, tools/bench-ab against the
       // 1/2/4/8-stream reference, three sets of 4-5 alternated rounds: median roofline share
       // 72.2 -> 75.0%, 74.7 -> 81.6%, 74.1 -> 78.6%; t/s 32.0 -> 33.8, 32.1 -> 37.6, 30.2 -> 33.1.
-      for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
-        n == 2 ? micro<1, 2>(p, gs, r1, c) : micro<1>(p, gs, r1, c);
-      });
+      decode_group_pairs(p, kRows, r0, r1, c0, c1, micro<1, 2>, micro<1>);
       return;
     }
     for_each_packed_tile<RN>(
-        kRows, r0, r1, c0, c1, [&](int64_t g, int, int64_t c) { micro<RN>(p, &g, r1, c); },
-        [&](int64_t g, int, int64_t c) { micro<1>(p, &g, r1, c); });
+        kRows, r0, r1, c0, c1, [&](int64_t g, int64_t c) { micro<RN>(p, &g, r1, c); },
+        [&](int64_t g, int64_t c) { micro<1>(p, &g, r1, c); });
   }
 
   static constexpr PackedKernel packed() { return {kRows, group_bytes, pack_group, ActFormat::Q8K, tile}; }

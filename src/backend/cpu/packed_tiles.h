@@ -12,8 +12,8 @@
 
 namespace ember::cpu {
 
-// Calls full(group, n_rows, c) for RN tokens c .. c+RN-1 and one(group, n_rows, c) for
-// the tokens left over, n_rows being the group's real rows (the last group may be short).
+// Calls full(group, c) for RN tokens c .. c+RN-1 and one(group, c) for the tokens left
+// over. Kernels find a short last group from the matrix's row count r1.
 template <int RN, class Full, class One>
 inline void for_each_packed_tile(int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Full&& full,
                                  One&& one) {
@@ -21,11 +21,9 @@ inline void for_each_packed_tile(int group_rows, int64_t r0, int64_t r1, int64_t
   for (int64_t cb = c0; cb < c1; cb += kTokenBlock) {
     const int64_t ce = cb + kTokenBlock < c1 ? cb + kTokenBlock : c1;
     for (int64_t g = g0; g < g1; ++g) {
-      const int64_t left = r1 - g * group_rows;
-      const int n_rows = static_cast<int>(left < group_rows ? left : group_rows);
       int64_t c = cb;
-      for (; c + RN <= ce; c += RN) full(g, n_rows, c);
-      for (; c < ce; ++c) one(g, n_rows, c);
+      for (; c + RN <= ce; c += RN) full(g, c);
+      for (; c < ce; ++c) one(g, c);
     }
   }
 }
@@ -54,6 +52,15 @@ inline void for_each_group_pair(int group_rows, int64_t r0, int64_t r1, int64_t 
     const int64_t last = g1 - 1;
     for (int64_t c = c0; c < c1; ++c) groups(&last, 1, c);
   }
+}
+
+// The decode walk of the kernels whose micro kernel takes an array of groups: pair for two
+// groups in lockstep, one for the odd group left over.
+using GroupsMicro = void (*)(const MatmulArgs& p, const int64_t* groups, int64_t r_end, int64_t c);
+inline void decode_group_pairs(const MatmulArgs& p, int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                               GroupsMicro pair, GroupsMicro one) {
+  for_each_group_pair(group_rows, r0, r1, c0, c1,
+                      [&](const int64_t* gs, int n, int64_t c) { (n == 2 ? pair : one)(p, gs, r1, c); });
 }
 
 // Tiles of G consecutive groups x RN tokens, for kernels whose accumulators hold a group's
