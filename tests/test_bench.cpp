@@ -130,12 +130,21 @@ TEST_CASE("the decode roofline compares each run with the bandwidth paired with 
 TEST_CASE("a run's bandwidth reference weighs each window by the tokens of its segment") {
   using ember::eval::segment_reference;
   CHECK(segment_reference({}) == 0.0);
-  CHECK(segment_reference({{7, 20e9}}) == doctest::Approx(20e9));
+  CHECK(segment_reference({{7, {20e9}}}) == doctest::Approx(20e9));
   // 1 GB tokens: 2 tokens at 10 GB/s take the roofline 0.2 s, 6 at 30 GB/s another 0.2 s:
   // 8 tokens in 0.4 s is 20 GB/s (the token-weighted mean, 25 GB/s, would flatter a run
   // that met the slow stretch).
-  CHECK(segment_reference({{2, 10e9}, {6, 30e9}}) == doctest::Approx(20e9));
-  CHECK(segment_reference({{2, 10e9}, {6, 0.0}}) == 0.0);  // a failed window: no reference
+  CHECK(segment_reference({{2, {10e9}}, {6, {30e9}}}) == doctest::Approx(20e9));
+  CHECK(segment_reference({{2, {10e9}}, {6, {0.0}}}) == 0.0);  // a failed window: no reference
+}
+
+TEST_CASE("a run's bandwidth reference is the best read pattern over the run, not the best of each window") {
+  using ember::eval::segment_reference;
+  // Pattern 0 reads 10 then 30 GB/s (20 GB/s over the run, as above); pattern 1 reads 30
+  // then 20: 8 tokens in 2/30 + 6/20 = 0.3667 s is 21.8 GB/s, the reference. Taking the
+  // faster pattern in each window (30 and 30 GB/s) would give 30 GB/s, which no one read had.
+  CHECK(segment_reference({{2, {10e9, 30e9}}, {6, {30e9, 20e9}}}) == doctest::Approx(8.0 / (2.0 / 30 + 6.0 / 20) * 1e9));
+  CHECK(segment_reference({{2, {10e9, 30e9}}, {6, {30e9}}}) == 0.0);  // patterns must match
 }
 
 TEST_CASE("the json writer emits valid JSON that survives odd file names") {

@@ -164,9 +164,9 @@ int run_bench(BenchArgs& a) {
     if (t.n_gen > 0 && t.n_prompt == 0) {
       if (!probe) {
         probe.emplace(pool);
-        probe->best_pass();  // warm-up
+        probe->pattern_passes();  // warm-up
       }
-      test_opts.read_bandwidth = [&](double seconds) { return probe->gb_per_s_over(seconds) * 1e9; };
+      test_opts.read_bandwidth = [&](double seconds) { return bytes_per_s(probe->gb_per_s_over(seconds)); };
     }
     row.result = eval::run_bench_test(ctx, t, test_opts, tok.add_bos(), tok.bos());
     row.n_threads = n_threads;

@@ -171,13 +171,13 @@ PairedRate time_against_bandwidth(BandwidthProbe& probe, size_t bytes_per_call, 
       ++c;
       t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } while (t < kSegmentSeconds);
-    windows.push_back({c, probe.gb_per_s_over(t)});
+    windows.push_back({c, bytes_per_s(probe.gb_per_s_over(t))});
     seconds += t;
     calls += c;
     r.best_segment_gbs = std::max(r.best_segment_gbs, static_cast<double>(bytes_per_call) * c / t / 1e9);
   }
   r.gbs = static_cast<double>(bytes_per_call) * calls / seconds / 1e9;
-  r.reference_gbs = eval::segment_reference(windows);
+  r.reference_gbs = eval::segment_reference(windows) / 1e9;
   return r;
 }
 
@@ -245,7 +245,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
         for (size_t ti = 0; ti < thread_counts.size(); ++ti) {
           ThreadPool pool(thread_counts[ti]);
           BandwidthProbe probe(pool);
-          probe.best_pass();  // warm-up
+          probe.pattern_passes();  // warm-up
           const PairedRate r = time_against_bandwidth(probe, w.matrix_bytes, f.reps, [&](int i) {
             ops::matmul(pool, w.view(i), MatView{DType::F32, s[1], 1, static_cast<size_t>(s[1]) * 4, x.data()},
                         F32Mat{y.data(), s[0], 1, s[0]});

@@ -85,7 +85,7 @@ double seconds_between(Clock::time_point a, Clock::time_point b) { return std::c
 // n decode steps. With read_bandwidth, it is called after each segment (see BenchOptions);
 // the segments are appended to `segments` and the time spent reading is added to `excluded`.
 void generate(Context& ctx, int n, TokenSource& src, bool add_bos, int32_t bos,
-              const std::function<double(double)>& read_bandwidth, std::vector<DecodeSegment>& segments,
+              const std::function<std::vector<double>(double)>& read_bandwidth, std::vector<DecodeSegment>& segments,
               double& excluded) {
   Batch batch;
   int32_t tok = add_bos ? bos : src.next();
@@ -157,13 +157,20 @@ BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptio
 }
 
 double segment_reference(const std::vector<DecodeSegment>& segments) {
-  double tokens = 0.0, roofline_seconds_per_byte = 0.0;
-  for (const DecodeSegment& s : segments) {
-    if (s.tokens <= 0 || s.bandwidth <= 0.0) return 0.0;  // no usable reference for this run
-    tokens += s.tokens;
-    roofline_seconds_per_byte += s.tokens / s.bandwidth;
+  if (segments.empty()) return 0.0;
+  const size_t patterns = segments.front().bandwidth.size();
+  double best = 0.0;
+  for (size_t p = 0; p < patterns; ++p) {
+    double tokens = 0.0, roofline_seconds_per_byte = 0.0;
+    for (const DecodeSegment& s : segments) {
+      if (s.tokens <= 0 || s.bandwidth.size() != patterns || s.bandwidth[p] <= 0.0)
+        return 0.0;  // no usable reference for this run
+      tokens += s.tokens;
+      roofline_seconds_per_byte += s.tokens / s.bandwidth[p];
+    }
+    best = std::max(best, tokens / roofline_seconds_per_byte);
   }
-  return roofline_seconds_per_byte > 0.0 ? tokens / roofline_seconds_per_byte : 0.0;
+  return best;
 }
 
 uint64_t decode_bytes_per_token(const Model& model, int64_t kv_tokens, size_t kv_bytes_per_token) {

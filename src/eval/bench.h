@@ -47,24 +47,28 @@ struct BenchOptions {
   uint32_t seed = 1234;  // random prompt tokens
   // When set, generation stops after every decode segment of at least kDecodeSegmentSeconds
   // (and at the end of the run) to read memory for as long as the segment took, outside the
-  // timing; this returns the bandwidth in bytes/s. Each run's reference is then made of
-  // windows interleaved with its own tokens: on a VM the bandwidth wanders by +-20% from
-  // one second to the next, which references read before or after a run cannot follow.
-  std::function<double(double seconds)> read_bandwidth;
+  // timing; this returns the bandwidth in bytes/s of each read pattern it tried. Each run's
+  // reference is then made of windows interleaved with its own tokens: on a VM the bandwidth
+  // wanders by +-20% from one second to the next, which references read before or after a
+  // run cannot follow.
+  std::function<std::vector<double>(double seconds)> read_bandwidth;
 };
 
 constexpr double kDecodeSegmentSeconds = 0.2;
 
-// A decode segment: tokens generated, and the bandwidth (bytes/s) read in the window after it.
+// A decode segment: tokens generated, and the bandwidth (bytes/s) each read pattern had in the
+// window after it.
 struct DecodeSegment {
   int tokens = 0;
-  double bandwidth = 0.0;
+  std::vector<double> bandwidth;
 };
 
-// The bandwidth reference of a run from its segments: the rate at which the roofline would
-// have read the run's bytes, segment by segment, at each window's bandwidth,
+// The bandwidth reference of a run from its segments: for each read pattern, the rate at
+// which it would have read the run's bytes, segment by segment, at its bandwidth in each window,
 //   sum(tokens) / sum(tokens / bandwidth),
-// so the run's share of the roofline is the time the roofline needs over the time taken.
+// and the best pattern's rate: the run's share of the roofline is then the time the best
+// read needs over the time taken. (The best pattern over the run, not the best in each
+// window: that would measure lucky moments no read can choose.)
 double segment_reference(const std::vector<DecodeSegment>& segments);
 
 BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos);

@@ -85,52 +85,60 @@ BandwidthProbe::Rate BandwidthProbe::pass(int streams) {
   return Rate{total / s / 1e9, total / slowest / 1e9};
 }
 
-BandwidthProbe::Rate BandwidthProbe::best_pass() {
-  Rate best = pass(1);
-  // Up to eight streams: on this project's Zen 3 VM a thread's read gets faster with more
-  // far-apart streams (256 MiB, 2 threads, 8 alternated passes: 1 stream 18-26 GB/s, 2
-  // streams 23-29, 4 streams 26-33, 8 streams 21-37, 16 streams 21-31), and the decode
-  // kernels read two per thread: a reference of one and two streams had them at 102%.
-  for (int streams : {2, 4, 8}) {
-    const Rate r = pass(streams);
-    if (r.wall > best.wall) best = r;
-  }
-  return best;
+std::vector<double> bytes_per_s(const PatternRates& rates) {
+  std::vector<double> out;
+  for (double r : rates) out.push_back(r * 1e9);
+  return out;
 }
 
-double BandwidthProbe::gb_per_s_over(double seconds) {
+std::array<BandwidthProbe::Rate, kReadStreams.size()> BandwidthProbe::pattern_passes() {
+  std::array<Rate, kReadStreams.size()> rates;
+  for (size_t i = 0; i < kReadStreams.size(); ++i) rates[i] = pass(kReadStreams[i]);
+  return rates;
+}
+
+PatternRates BandwidthProbe::gb_per_s_over(double seconds) {
   const auto t0 = std::chrono::steady_clock::now();
-  double sum = 0.0;
+  PatternRates pass_seconds{};
   int n = 0;
   do {
-    sum += best_pass().wall;
+    const auto rates = pattern_passes();
+    for (size_t i = 0; i < rates.size(); ++i) pass_seconds[i] += static_cast<double>(bytes()) / (rates[i].wall * 1e9);
     ++n;
   } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds);
-  return sum / n;
+  PatternRates out;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(bytes()) * n / pass_seconds[i] / 1e9;
+  return out;
 }
 
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   reps = std::max(1, reps);
   BandwidthProbe probe(pool, bytes);
-  std::vector<double> rates, cpu_rates;
-  for (int r = 0; r <= reps; ++r) {
-    const BandwidthProbe::Rate best = probe.best_pass();
-    if (r > 0) {  // r = 0 warms up
-      rates.push_back(best.wall);
-      cpu_rates.push_back(best.cpu);
+  probe.pattern_passes();  // warm-up
+  std::array<std::vector<double>, kReadStreams.size()> rates, cpu_rates;
+  for (int r = 0; r < reps; ++r) {
+    const auto round = probe.pattern_passes();
+    for (size_t i = 0; i < round.size(); ++i) {
+      rates[i].push_back(round[i].wall);
+      cpu_rates[i].push_back(round[i].cpu);
     }
   }
-  std::sort(cpu_rates.begin(), cpu_rates.end());
-  std::sort(rates.begin(), rates.end());
+  auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   ReadBandwidth out;
-  out.gb_per_s = rates[rates.size() / 2];
-  out.cpu_time_gb_per_s = cpu_rates[cpu_rates.size() / 2];
-  out.min_gb_per_s = rates.front();
-  out.max_gb_per_s = rates.back();
+  for (size_t i = 0; i < rates.size(); ++i) {
+    const double m = median(rates[i]);
+    if (m <= out.gb_per_s) continue;
+    out.gb_per_s = m;
+    out.cpu_time_gb_per_s = median(cpu_rates[i]);
+    out.min_gb_per_s = rates[i].front();
+    out.max_gb_per_s = rates[i].back();
+  }
   out.bytes = probe.bytes();
   out.threads = pool.size();
   return out;
 }
-
 
 }  // namespace ember
