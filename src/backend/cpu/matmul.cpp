@@ -148,7 +148,10 @@ struct MatmulJob {
         break;
       }
       chunk_start[n_chunks++] = start;
-      start = std::min(groups, start + std::max(min_groups, (groups - start) / (2 * nth)));
+      // An even number of groups: decode computes a chunk's groups in pairs
+      // (for_each_group_pair), and an odd one out reads alone, as one slower stream.
+      const int64_t len = std::max(min_groups, (groups - start) / (2 * nth));
+      start = std::min(groups, start + len + len % 2);
     }
     chunk_start[n_chunks] = groups;
   }
