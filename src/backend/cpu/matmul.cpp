@@ -29,14 +29,15 @@ struct KernelPlan {
 KernelPlan pick_kernel(const MatView& w) {
   if (w.layout == WeightLayout::Interleaved) {
     // Packed views come from pack_weight, which only packs for a level that has the kernel.
-    // The AVX-512 VNNI kernels read the AVX2 kernels' groups (types without one keep AVX2's),
-    // two at a time (16 rows per register): chunks of whole pairs leave no pair half empty
-    // but the matrix's last.
+    // Chunks of whole pairs of groups leave no pair half empty but the matrix's last: the
+    // AVX-512 VNNI kernels read the AVX2 kernels' groups (types without one keep AVX2's) two
+    // at a time (16 rows per register), and the AVX2 kernels' decode pairs a chunk's groups
+    // (packed_tiles.h), where an odd one out would read alone, as one slower stream.
     if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni)
       if (const cpu::PackedKernel* k = cpu::packed_kernel_avx512(w.type)) return {k->act, k->tile, 2 * k->group_rows};
     const cpu::PackedKernel* k = simd_level() >= SimdLevel::AVX2 ? cpu::packed_kernel_avx2(w.type) : nullptr;
     if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel reads {} weights in the interleaved layout", dtype_name(w.type));
-    return {k->act, k->tile, k->group_rows};
+    return {k->act, k->tile, 2 * k->group_rows};
   }
   // Rows are split in groups of 12, a multiple of every micro-tile height.
   // The rows layout's only AVX-512 kernel is BF16's (dpbf16, activations rounded to bf16);
@@ -148,10 +149,7 @@ struct MatmulJob {
         break;
       }
       chunk_start[n_chunks++] = start;
-      // An even number of groups: decode computes a chunk's groups in pairs
-      // (for_each_group_pair), and an odd one out reads alone, as one slower stream.
-      const int64_t len = std::max(min_groups, (groups - start) / (2 * nth));
-      start = std::min(groups, start + len + len % 2);
+      start = std::min(groups, start + std::max(min_groups, (groups - start) / (2 * nth)));
     }
     chunk_start[n_chunks] = groups;
   }
