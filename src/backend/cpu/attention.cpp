@@ -4,13 +4,16 @@
 // m, running sum l and unnormalised output acc per row (online softmax):
 //   m' = max(m, max_j s_j);  acc = acc * e^(m - m') + sum_j e^(s_j - m') v_j;  l likewise
 // so no score matrix larger than rows x kKeyTile ever exists. K and V tiles are decoded from
-// the cache type into a small f32 buffer (f32 caches are read in place).
+// the cache type into a small f32 buffer (f32 caches are read in place), and the rows go
+// through each tile in blocks of eight that share a KV head, as the lanes of a vector
+// (attention_kernels.h): a row's bits never depend on its block-mates.
 //
 // Work items are (KV heads, query tile, key split). Prefill takes one KV head per item, so its
 // many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
 // item (up to kMaxRunElements of each row): a cache row holds every head side by side, and
 // decoding long runs reads the ring nearly sequentially, where per-head items would read it
-// in head_dim-sized strides (measured ~2x more CPU time at depth 2048). The ring is then
+// in head_dim-sized strides (measured ~2x more CPU time at depth 2048); each tile asks for
+// the next tile's rows before it computes. The ring is then
 // split across threads (flash-decoding) in fixed runs of tiles, as far as it holds keys;
 // each split leaves its (m, l, acc) and a final pass merges them. A ring with too few keys
 // to split gives the threads KV heads instead. Key tiles whose positions cannot be visible
@@ -70,7 +73,8 @@ void check_args(const MatView& q, const int32_t* q_pos, const KVView& kv, const 
 namespace ops {
 namespace {
 
-constexpr int kKeyTile = 32;        // keys per tile: a 32 x 128 f32 K tile is 16 KiB (L1)
+using attn::kKeyTile;
+using attn::kLanes;
 constexpr int kQueryRows = 32;      // query rows per work item (tokens x heads of a group)
 constexpr int kMinTilesPerSplit = 4;
 constexpr int kMaxSplits = 64;
@@ -107,44 +111,79 @@ struct Plan {
   }
 };
 
-// Per-thread buffers, reused across calls (the pool's threads are persistent).
+// Per-thread buffers, reused across calls (the pool's threads are persistent). The row
+// buffers have kLanes rows to spare, as a block of rows reads kLanes rows of q (and writes
+// kLanes entries of m and l) even when fewer rows are left.
 struct Scratch {
-  std::vector<float> q, s, k, v, acc, m, l, segment;
-  std::vector<const float*> k_rows, v_rows, head_rows;
+  std::vector<float> q, k, v, acc, m, l, segment;
+  std::vector<int32_t> q_pos;
+  std::vector<const float*> k_rows, v_rows;  // head-major: [KV head][key of the tile]
   void reserve(int rows, int d, int heads_kv, int block) {
-    auto grow = [](std::vector<float>& b, size_t n) {
+    auto grow = [](auto& b, size_t n) {
       if (b.size() < n) b.resize(n);
     };
-    grow(q, static_cast<size_t>(rows) * d);
+    grow(q, static_cast<size_t>(rows + kLanes) * d);
     grow(acc, static_cast<size_t>(rows) * d);
-    grow(s, static_cast<size_t>(rows) * kKeyTile);
     grow(k, static_cast<size_t>(kKeyTile) * heads_kv * d);
     grow(v, static_cast<size_t>(kKeyTile) * heads_kv * d);
-    grow(m, rows);
-    grow(l, rows);
-    grow(segment, static_cast<size_t>(heads_kv) * d + 2 * block);
-    k_rows.resize(kKeyTile);
-    v_rows.resize(kKeyTile);
-    head_rows.resize(kKeyTile);
+    grow(m, static_cast<size_t>(rows + kLanes));
+    grow(l, static_cast<size_t>(rows + kLanes));
+    grow(q_pos, static_cast<size_t>(rows));
+    grow(segment, static_cast<size_t>(d) + 2 * block);
+    grow(k_rows, static_cast<size_t>(kKeyTile) * heads_kv);
+    grow(v_rows, static_cast<size_t>(kKeyTile) * heads_kv);
   }
 };
 
-// Elements [begin, begin + d) of a cache row (some KV heads) as f32: in place for f32
-// caches, else decoded into dst. A run that does not start and end on block boundaries
-// (head_dim 16 with q8_0) decodes the covering blocks into `segment` and copies its part.
-const float* heads_of_row(const attn::Kernels& kern, DType type, const uint8_t* row, int64_t begin, int64_t d,
-                          float* dst, float* segment) {
-  if (type == DType::F32) return reinterpret_cast<const float*>(row) + begin;
+// Keys [0, nk) of a tile (cache rows `row_bytes` apart from `rows`), KV heads [g0, g0 +
+// heads) of each, as f32 rows of d: out[gi * kKeyTile + j] is head g0 + gi of key j (in
+// place for f32 caches). Each cache row is read once, front to back (the ring is cold in
+// decode, and strided reads of it stall on memory), but the f32 copies are head-major (buf
+// holds heads x kKeyTile rows of d), so a head's scores and P.V read one contiguous block:
+// rows a whole cache row apart (1 KiB for 4 heads of 64) would fall into a few L1 sets and
+// evict each other. A head that does not start and end on block boundaries (head_dim 16
+// with q8_0) decodes its covering blocks into `segment` and copies its part.
+void decode_tile(const attn::Kernels& kern, DType type, const uint8_t* rows, size_t row_bytes, int nk, int64_t begin,
+                 int heads, int d, float* buf, float* segment, const float** out) {
   const int64_t bs = dtype_size(type).block_size;
-  if (begin % bs == 0 && d % bs == 0) {
-    kern.to_f32(type, row + dtype_row_bytes(type, begin), dst, d);
-    return dst;
+  const size_t head_stride = static_cast<size_t>(kKeyTile) * d;
+  if (type == DType::F32) {
+    for (int gi = 0; gi < heads; ++gi)
+      for (int j = 0; j < nk; ++j)
+        out[gi * kKeyTile + j] = reinterpret_cast<const float*>(rows + j * row_bytes) + begin + gi * d;
+    return;
   }
-  const int64_t first = begin / bs * bs;
-  const int64_t last = (begin + d + bs - 1) / bs * bs;
-  kern.to_f32(type, row + dtype_row_bytes(type, first), segment, last - first);
-  std::memcpy(dst, segment + (begin - first), static_cast<size_t>(d) * sizeof(float));
-  return dst;
+  if (begin % bs == 0 && d % bs == 0) {
+    kern.to_f32_rows(type, rows + dtype_row_bytes(type, begin), row_bytes, nk, heads, d, buf, head_stride);
+  } else {
+    for (int gi = 0; gi < heads; ++gi) {
+      const int64_t head_begin = begin + static_cast<int64_t>(gi) * d;
+      const int64_t first = head_begin / bs * bs;
+      const int64_t last = (head_begin + d + bs - 1) / bs * bs;
+      for (int j = 0; j < nk; ++j) {
+        kern.to_f32_rows(type, rows + j * row_bytes + dtype_row_bytes(type, first), 0, 1, 1, last - first, segment, 0);
+        std::memcpy(buf + gi * head_stride + static_cast<size_t>(j) * d, segment + (head_begin - first),
+                    static_cast<size_t>(d) * sizeof(float));
+      }
+    }
+  }
+  for (int gi = 0; gi < heads; ++gi)
+    for (int j = 0; j < nk; ++j) out[gi * kKeyTile + j] = buf + gi * head_stride + static_cast<size_t>(j) * d;
+}
+
+// Asks for the K and V bytes of a tile's keys that an item reads ([begin, begin + n)
+// elements of each row), so the next tile streams in while this one computes: decode reads
+// the ring cold (the weights went through the caches since the last token), and the
+// hardware prefetchers see only short strided runs.
+void prefetch_tile(const KVView& kv, int64_t j0, int nk, int64_t begin, int64_t n) {
+  for (auto [base, row_bytes, type] : {std::tuple{static_cast<const uint8_t*>(kv.k), kv.k_row_bytes, kv.k_type},
+                                       std::tuple{static_cast<const uint8_t*>(kv.v), kv.v_row_bytes, kv.v_type}}) {
+    const int64_t bs = dtype_size(type).block_size;
+    const size_t first = dtype_row_bytes(type, begin / bs * bs);
+    const size_t last = dtype_row_bytes(type, (begin + n + bs - 1) / bs * bs);
+    for (int j = 0; j < nk; ++j)
+      for (size_t off = first; off < last; off += 64) __builtin_prefetch(base + (j0 + j) * row_bytes + off, 0, 3);
+  }
 }
 
 // For decode: the most KV heads (a divisor of n_head_kv) whose run of a cache row stays
@@ -179,79 +218,58 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
     const int h = head_of(r);
     const float* src = reinterpret_cast<const float*>(plan.q->row(t)) + static_cast<int64_t>(h) * d;
     for (int x = 0; x < d; ++x) sc.q[static_cast<size_t>(r) * d + x] = src[x] * p.scale;
+    sc.q_pos[r] = plan.q_pos[t];
     q_min = std::min(q_min, plan.q_pos[t]);
     q_max = std::max(q_max, plan.q_pos[t]);
   }
   std::fill_n(sc.acc.begin(), static_cast<size_t>(rows) * d, 0.0f);
-  std::fill_n(sc.m.begin(), rows, -std::numeric_limits<float>::infinity());
-  std::fill_n(sc.l.begin(), rows, 0.0f);
+  std::fill_n(sc.m.begin(), rows + kLanes, -std::numeric_limits<float>::infinity());
+  std::fill_n(sc.l.begin(), rows + kLanes, 0.0f);
 
   const int64_t tile_begin = split * plan.tiles_per_split;
   const int64_t tile_end = std::min(plan.extent, tile_begin + plan.tiles_per_split);
   const int64_t head_begin = static_cast<int64_t>(g0) * d;
-  const int64_t run = static_cast<int64_t>(plan.heads_kv) * d;  // elements decoded per cache row
-  for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
+  const int64_t run = static_cast<int64_t>(plan.heads_kv) * d;  // elements of each row this item reads
+  auto tile_keys = [&](int64_t kt) { return static_cast<int>(std::min<int64_t>(kKeyTile, kv.n_slots - kt * kKeyTile)); };
+  auto wanted = [&](int64_t kt) {
     const KeyTileSpan& span = plan.spans[kt];
-    if (span.max_pos < 0 || span.min_pos > q_max) continue;
-    if (p.window > 0 && static_cast<int64_t>(q_min) - span.max_pos >= p.window) continue;
+    if (span.max_pos < 0 || span.min_pos > q_max) return false;
+    return p.window <= 0 || static_cast<int64_t>(q_min) - span.max_pos < p.window;
+  };
+  if (tile_begin < tile_end && wanted(tile_begin))
+    prefetch_tile(kv, tile_begin * kKeyTile, tile_keys(tile_begin), head_begin, run);
+  for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
+    if (!wanted(kt)) continue;
+    if (kt + 1 < tile_end && wanted(kt + 1)) prefetch_tile(kv, (kt + 1) * kKeyTile, tile_keys(kt + 1), head_begin, run);
+    const KeyTileSpan& span = plan.spans[kt];
     const int64_t j0 = kt * kKeyTile;
-    const int nk = static_cast<int>(std::min<int64_t>(kKeyTile, kv.n_slots - j0));
+    const int nk = tile_keys(kt);
+    decode_tile(kern, kv.k_type, static_cast<const uint8_t*>(kv.k) + j0 * kv.k_row_bytes, kv.k_row_bytes, nk,
+                head_begin, plan.heads_kv, d, sc.k.data(), sc.segment.data(), sc.k_rows.data());
+    decode_tile(kern, kv.v_type, static_cast<const uint8_t*>(kv.v) + j0 * kv.v_row_bytes, kv.v_row_bytes, nk,
+                head_begin, plan.heads_kv, d, sc.v.data(), sc.segment.data(), sc.v_rows.data());
 
-    for (int j = 0; j < nk; ++j) {
-      const uint8_t* krow = static_cast<const uint8_t*>(kv.k) + (j0 + j) * kv.k_row_bytes;
-      sc.k_rows[j] = heads_of_row(kern, kv.k_type, krow, head_begin, run, sc.k.data() + static_cast<size_t>(j) * run,
-                                  sc.segment.data());
-    }
-    float* s = sc.s.data();
+    attn::TileRows tr{};
+    tr.d = d;
+    tr.k_pos = kv.slot_pos + j0;
+    tr.nk = nk;
+    tr.all_visible = span.all_filled && span.max_pos <= q_min &&
+                     (p.window <= 0 || static_cast<int64_t>(q_max) - span.min_pos < p.window);
+    tr.window = p.window;
+    tr.softcap = p.softcap;
     for (int gi = 0; gi < plan.heads_kv; ++gi) {
-      for (int j = 0; j < nk; ++j) sc.head_rows[j] = sc.k_rows[j] + static_cast<int64_t>(gi) * d;
-      const int r0 = gi * rows_per_kv;
-      kern.scores(sc.q.data() + static_cast<size_t>(r0) * d, rows_per_kv, sc.head_rows.data(), nk, d,
-                  s + r0 * kKeyTile, kKeyTile);
-    }
-    if (p.softcap > 0.0f)
-      for (int r = 0; r < rows; ++r) kern.softcap(s + r * kKeyTile, nk, p.softcap);
-    const bool all_visible = span.all_filled && span.max_pos <= q_min &&
-                             (p.window <= 0 || static_cast<int64_t>(q_max) - span.min_pos < p.window);
-    if (!all_visible)
-      for (int r = 0; r < rows; ++r) {
-        const int32_t qp = plan.q_pos[token_of(r)];
-        for (int j = 0; j < nk; ++j)
-          if (!attn::key_visible(qp, kv.slot_pos[j0 + j], p.window))
-            s[r * kKeyTile + j] = -std::numeric_limits<float>::infinity();
+      tr.k = sc.k_rows.data() + gi * kKeyTile;
+      tr.v = sc.v_rows.data() + gi * kKeyTile;
+      for (int b = 0; b < rows_per_kv; b += kLanes) {
+        const int r0 = gi * rows_per_kv + b;
+        tr.q = sc.q.data() + static_cast<size_t>(r0) * d;
+        tr.q_pos = sc.q_pos.data() + r0;
+        tr.n_rows = std::min(kLanes, rows_per_kv - b);
+        tr.m = sc.m.data() + r0;
+        tr.l = sc.l.data() + r0;
+        tr.acc = sc.acc.data() + static_cast<size_t>(r0) * d;
+        kern.tile_rows(tr);
       }
-
-    // Online softmax: rescale what was accumulated when the running max grows.
-    bool any_row = false;
-    for (int r = 0; r < rows; ++r) {
-      float* sr = s + r * kKeyTile;
-      const float tile_max = *std::max_element(sr, sr + nk);
-      if (tile_max == -std::numeric_limits<float>::infinity()) {
-        std::fill_n(sr, nk, 0.0f);
-        continue;
-      }
-      any_row = true;
-      const float m_new = std::max(sc.m[r], tile_max);
-      const float correction = std::exp(sc.m[r] - m_new);  // 0 on the first visible tile
-      sc.l[r] = sc.l[r] * correction + kern.exp_sum(sr, nk, m_new);
-      if (correction != 1.0f) {
-        float* a = sc.acc.data() + static_cast<size_t>(r) * d;
-        for (int x = 0; x < d; ++x) a[x] *= correction;
-      }
-      sc.m[r] = m_new;
-    }
-    if (!any_row) continue;
-
-    for (int j = 0; j < nk; ++j) {
-      const uint8_t* vrow = static_cast<const uint8_t*>(kv.v) + (j0 + j) * kv.v_row_bytes;
-      sc.v_rows[j] = heads_of_row(kern, kv.v_type, vrow, head_begin, run, sc.v.data() + static_cast<size_t>(j) * run,
-                                  sc.segment.data());
-    }
-    for (int gi = 0; gi < plan.heads_kv; ++gi) {
-      for (int j = 0; j < nk; ++j) sc.head_rows[j] = sc.v_rows[j] + static_cast<int64_t>(gi) * d;
-      const int r0 = gi * rows_per_kv;
-      kern.accumulate(s + r0 * kKeyTile, kKeyTile, rows_per_kv, sc.head_rows.data(), nk, d,
-                      sc.acc.data() + static_cast<size_t>(r0) * d);
     }
   }
 

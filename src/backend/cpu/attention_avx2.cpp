@@ -1,7 +1,11 @@
 // AVX2 tile kernels of the tiled attention (attention.cpp): K/V decoding with F16C and
-// integer widening, a 2-row x 4-key register-blocked dot product for the scores, a 2-row x
-// 32-column blocked P.V accumulation, and vector exp / tanh for the softmax and soft-cap.
+// integer widening, and a block of up to eight query rows against a key tile with the rows
+// as vector lanes: 4-row x 2-key register-blocked dot products for the scores, the online
+// softmax eight rows at a time (vector exp, soft-cap and visibility mask), and a 2-row x
+// 32-column blocked P.V accumulation.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "backend/cpu/attention_kernels.h"
 #include "backend/cpu/simd_math_avx2.h"
@@ -10,7 +14,7 @@
 namespace ember::attn {
 namespace {
 
-void to_f32(DType type, const void* src, float* dst, int64_t n) {
+inline void to_f32(DType type, const void* src, float* dst, int64_t n) {
   switch (type) {
     case DType::F32:
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
@@ -56,122 +60,156 @@ void to_f32(DType type, const void* src, float* dst, int64_t n) {
   }
 }
 
-// R query rows x C keys of scores, with R*C vector accumulators over the first d8 elements.
-template <int R, int C>
-inline void score_block(const float* q, int d, const float* const* k, int d8, float* s, int s_stride) {
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+// One switch on the type per tile rather than per row: rows are a head_dim long here.
+void to_f32_rows(DType type, const uint8_t* src, size_t row_bytes, int n_rows, int parts, int64_t n, float* dst,
+                 size_t part_stride) {
+  const size_t part_bytes = dtype_row_bytes(type, n);
+  auto rows = [&](DType t) {
+    for (int j = 0; j < n_rows; ++j)
+      for (int p = 0; p < parts; ++p) to_f32(t, src + j * row_bytes + p * part_bytes, dst + p * part_stride + j * n, n);
+  };
+  switch (type) {
+    case DType::F16: return rows(DType::F16);
+    case DType::Q8_0: return rows(DType::Q8_0);
+    case DType::Q4_0: return rows(DType::Q4_0);
+    default: return rows(type);
+  }
+}
+
+// Rows 0-3 of a block against keys k0 and k1, over the first d8 elements of d:
+// {r0.k0, r1.k0, r2.k0, r3.k0 | r0.k1, r1.k1, r2.k1, r3.k1}. Each of the eight sums runs its
+// own accumulator and is reduced by the same tree, ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)),
+// so a row's score does not depend on which lane or block it sits in.
+inline __m256 dot_4rows_2keys(const float* q, int d, const float* k0, const float* k1, int d8) {
+  __m256 a[8];
+  for (__m256& v : a) v = _mm256_setzero_ps();
   for (int x = 0; x < d8; x += 8) {
-    __m256 kv[C];
-    for (int c = 0; c < C; ++c) kv[c] = _mm256_loadu_ps(k[c] + x);
-    for (int r = 0; r < R; ++r) {
+    const __m256 kv0 = _mm256_loadu_ps(k0 + x), kv1 = _mm256_loadu_ps(k1 + x);
+    for (int r = 0; r < 4; ++r) {
       const __m256 qv = _mm256_loadu_ps(q + r * d + x);
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(qv, kv[c], acc[r][c]);
+      a[r] = _mm256_fmadd_ps(qv, kv0, a[r]);
+      a[4 + r] = _mm256_fmadd_ps(qv, kv1, a[4 + r]);
     }
   }
-  for (int r = 0; r < R; ++r) {
-    if constexpr (C == 4) {
-      _mm_storeu_ps(s + r * s_stride, simd::hsum4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
-    } else {
-      for (int c = 0; c < C; ++c) s[r * s_stride + c] = simd::hsum(acc[r][c]);
-    }
-    for (int c = 0; c < C; ++c)
-      for (int x = d8; x < d; ++x) s[r * s_stride + c] += q[r * d + x] * k[c][x];
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// s[j * kLanes + r] = q_r . k_j for every key of the tile (lanes >= n_rows hold junk).
+void block_scores(const TileRows& t, float* s) {
+  const int d = t.d, d8 = d / 8 * 8;
+  const bool upper = t.n_rows > 4;
+  for (int j = 0; j < t.nk; j += 2) {
+    const float* k0 = t.k[j];
+    const float* k1 = t.k[j + 1 < t.nk ? j + 1 : j];
+    const __m256 lo = dot_4rows_2keys(t.q, d, k0, k1, d8);
+    const __m256 hi = upper ? dot_4rows_2keys(t.q + 4 * d, d, k0, k1, d8) : _mm256_setzero_ps();
+    _mm256_store_ps(s + j * kLanes, _mm256_permute2f128_ps(lo, hi, 0x20));
+    if (j + 1 < t.nk) _mm256_store_ps(s + (j + 1) * kLanes, _mm256_permute2f128_ps(lo, hi, 0x31));
   }
-}
-
-template <int R>
-inline void score_rows(const float* q, const float* const* k, int nk, int d, float* s, int s_stride) {
-  const int d8 = d / 8 * 8;
-  int j = 0;
-  for (; j + 4 <= nk; j += 4) score_block<R, 4>(q, d, k + j, d8, s + j, s_stride);
-  for (; j < nk; ++j) score_block<R, 1>(q, d, k + j, d8, s + j, s_stride);
-}
-
-void scores(const float* q, int m, const float* const* k, int nk, int d, float* s, int s_stride) {
-  int i = 0;
-  for (; i + 2 <= m; i += 2) score_rows<2>(q + i * d, k, nk, d, s + i * s_stride, s_stride);
-  if (i < m) score_rows<1>(q + i * d, k, nk, d, s + i * s_stride, s_stride);
-}
-
-// acc[R rows][W vectors at column x] += sum_j p[r][j] * v[j][x ..]
-template <int R, int W>
-inline void accumulate_block(const float* p, int p_stride, const float* const* v, int nv, int d, int x,
-                             float* acc) {
-  __m256 a[R][W];
-  for (int r = 0; r < R; ++r)
-    for (int w = 0; w < W; ++w) a[r][w] = _mm256_loadu_ps(acc + r * d + x + 8 * w);
-  for (int j = 0; j < nv; ++j) {
-    __m256 vv[W];
-    for (int w = 0; w < W; ++w) vv[w] = _mm256_loadu_ps(v[j] + x + 8 * w);
-    for (int r = 0; r < R; ++r) {
-      const __m256 pj = _mm256_set1_ps(p[r * p_stride + j]);
-      for (int w = 0; w < W; ++w) a[r][w] = _mm256_fmadd_ps(pj, vv[w], a[r][w]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int w = 0; w < W; ++w) _mm256_storeu_ps(acc + r * d + x + 8 * w, a[r][w]);
-}
-
-template <int R>
-inline void accumulate_rows(const float* p, int p_stride, const float* const* v, int nv, int d, float* acc) {
-  int x = 0;
-  for (; x + 32 <= d; x += 32) accumulate_block<R, 4>(p, p_stride, v, nv, d, x, acc);
-  for (; x + 8 <= d; x += 8) accumulate_block<R, 1>(p, p_stride, v, nv, d, x, acc);
-  for (; x < d; ++x)
-    for (int r = 0; r < R; ++r) {
-      float sum = 0.0f;
-      for (int j = 0; j < nv; ++j) sum += p[r * p_stride + j] * v[j][x];
-      acc[r * d + x] += sum;
-    }
-}
-
-void accumulate(const float* p, int p_stride, int m, const float* const* v, int nv, int d, float* acc) {
-  int i = 0;
-  for (; i + 2 <= m; i += 2) accumulate_rows<2>(p + i * p_stride, p_stride, v, nv, d, acc + i * d);
-  if (i < m) accumulate_rows<1>(p + i * p_stride, p_stride, v, nv, d, acc + i * d);
-}
-
-float exp_sum(float* x, int n, float max) {
-  const __m256 m = _mm256_set1_ps(max);
-  __m256 sum = _mm256_setzero_ps();
-  int j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 e = simd::exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), m));
-    _mm256_storeu_ps(x + j, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  if (j < n) {
-    const __m256i mask = simd::tail_mask(n - j);
-    const __m256 e = _mm256_and_ps(simd::exp256(_mm256_sub_ps(_mm256_maskload_ps(x + j, mask), m)),
-                                   _mm256_castsi256_ps(mask));
-    _mm256_maskstore_ps(x + j, mask, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  return simd::hsum(sum);
+  if (d8 < d)
+    for (int j = 0; j < t.nk; ++j)
+      for (int r = 0; r < t.n_rows; ++r)
+        for (int x = d8; x < d; ++x) s[j * kLanes + r] += t.q[r * d + x] * t.k[j][x];
 }
 
 // cap * tanh(x / cap), with tanh(y) = 1 - 2 / (e^(2y) + 1) (exact limits +-1).
-void softcap(float* x, int n, float cap) {
-  const __m256 c = _mm256_set1_ps(cap), two_over_c = _mm256_set1_ps(2.0f / cap);
-  const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
-  auto f = [&](__m256 v) {
-    const __m256 e = simd::exp256(_mm256_mul_ps(v, two_over_c));
-    return _mm256_mul_ps(c, _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one))));
+inline __m256 softcap256(__m256 x, float cap) {
+  const __m256 e = simd::exp256(_mm256_mul_ps(x, _mm256_set1_ps(2.0f / cap)));
+  const __m256 one = _mm256_set1_ps(1.0f);
+  return _mm256_mul_ps(_mm256_set1_ps(cap),
+                       _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one))));
+}
+
+// acc[r..r+R) = acc * correction + sum_j p_j v_j, one key after another (p in lanes of s).
+template <int R>
+inline void block_values(const TileRows& t, const float* s, const float* correction, int r) {
+  const int d = t.d;
+  float* acc = t.acc + static_cast<size_t>(r) * d;
+  auto run = [&]<int W>(int x) {
+    __m256 a[R][W];
+    for (int i = 0; i < R; ++i) {
+      const __m256 c = _mm256_set1_ps(correction[r + i]);
+      for (int w = 0; w < W; ++w) a[i][w] = _mm256_mul_ps(_mm256_loadu_ps(acc + i * d + x + 8 * w), c);
+    }
+    for (int j = 0; j < t.nk; ++j) {
+      __m256 vv[W];
+      for (int w = 0; w < W; ++w) vv[w] = _mm256_loadu_ps(t.v[j] + x + 8 * w);
+      for (int i = 0; i < R; ++i) {
+        const __m256 p = _mm256_broadcast_ss(s + j * kLanes + r + i);
+        for (int w = 0; w < W; ++w) a[i][w] = _mm256_fmadd_ps(p, vv[w], a[i][w]);
+      }
+    }
+    for (int i = 0; i < R; ++i)
+      for (int w = 0; w < W; ++w) _mm256_storeu_ps(acc + i * d + x + 8 * w, a[i][w]);
   };
-  int j = 0;
-  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, f(_mm256_loadu_ps(x + j)));
-  if (j < n) {
-    const __m256i mask = simd::tail_mask(n - j);
-    _mm256_maskstore_ps(x + j, mask, f(_mm256_maskload_ps(x + j, mask)));
+  int x = 0;
+  for (; x + 32 <= d; x += 32) run.template operator()<4>(x);
+  for (; x + 8 <= d; x += 8) run.template operator()<1>(x);
+  for (; x < d; ++x)
+    for (int i = 0; i < R; ++i) {
+      float a = acc[i * d + x] * correction[r + i];
+      for (int j = 0; j < t.nk; ++j) a = std::fma(s[j * kLanes + r + i], t.v[j][x], a);
+      acc[i * d + x] = a;
+    }
+}
+
+void tile_rows(const TileRows& t) {
+  alignas(32) float s[kKeyTile * kLanes];
+  block_scores(t, s);
+
+  // Soft-cap and mask every key's lane vector, and take the tile's max per row.
+  alignas(32) int32_t q_pos[kLanes];
+  for (int r = 0; r < kLanes; ++r) q_pos[r] = r < t.n_rows ? t.q_pos[r] : -1;
+  const __m256i qp = _mm256_load_si256(reinterpret_cast<const __m256i*>(q_pos));
+  const __m256i valid = _mm256_cmpgt_epi32(_mm256_set1_epi32(t.n_rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 tile_max = neg_inf;
+  for (int j = 0; j < t.nk; ++j) {
+    __m256 sv = _mm256_load_ps(s + j * kLanes);
+    if (t.softcap > 0.0f) sv = softcap256(sv, t.softcap);
+    __m256i visible = valid;
+    if (!t.all_visible) {
+      const int32_t kp = t.k_pos[j];
+      const __m256i kpv = _mm256_set1_epi32(kp);
+      visible = kp < 0 ? _mm256_setzero_si256() : _mm256_andnot_si256(_mm256_cmpgt_epi32(kpv, qp), visible);
+      if (t.window > 0)
+        visible = _mm256_and_si256(visible, _mm256_cmpgt_epi32(_mm256_set1_epi32(t.window), _mm256_sub_epi32(qp, kpv)));
+    }
+    sv = _mm256_blendv_ps(neg_inf, sv, _mm256_castsi256_ps(visible));
+    _mm256_store_ps(s + j * kLanes, sv);
+    tile_max = _mm256_max_ps(tile_max, sv);
   }
+
+  const __m256 m_old = _mm256_loadu_ps(t.m);
+  const __m256 m_new = _mm256_max_ps(m_old, tile_max);
+  const __m256 alive = _mm256_and_ps(_mm256_cmp_ps(m_new, neg_inf, _CMP_NEQ_OQ), _mm256_castsi256_ps(valid));
+  if (_mm256_movemask_ps(alive) == 0) return;  // no row has seen a key yet
+  // Rows that have seen no key keep m = -inf; 0 in their place keeps -inf - -inf out of exp.
+  const __m256 m_safe = _mm256_and_ps(m_new, alive);
+  alignas(32) float correction[kLanes];
+  const __m256 c = simd::exp256(_mm256_sub_ps(m_old, m_safe));  // 0 on the first visible tile
+  _mm256_store_ps(correction, c);
+  __m256 sum = _mm256_setzero_ps();
+  for (int j = 0; j < t.nk; ++j) {
+    const __m256 p = simd::exp256(_mm256_sub_ps(_mm256_load_ps(s + j * kLanes), m_safe));
+    _mm256_store_ps(s + j * kLanes, p);
+    sum = _mm256_add_ps(sum, p);
+  }
+  // Lanes past n_rows may be the next block's rows: only this block's lanes are written.
+  _mm256_maskstore_ps(t.l, valid, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(t.l), c), sum));
+  _mm256_maskstore_ps(t.m, valid, m_new);
+
+  int r = 0;
+  for (; r + 2 <= t.n_rows; r += 2) block_values<2>(t, s, correction, r);
+  if (r < t.n_rows) block_values<1>(t, s, correction, r);
 }
 
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{to_f32, scores, accumulate, exp_sum, softcap};
+  static const Kernels k{to_f32_rows, tile_rows};
   return k;
 }
 

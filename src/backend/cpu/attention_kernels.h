@@ -8,20 +8,43 @@
 
 namespace ember::attn {
 
-// The tile primitives. Rows are f32 and head_dim (d) long; K and V tile rows come as
-// pointers so f32 caches can be read in place while other types go through a buffer.
+// Query rows go through a key tile in blocks of kLanes rows that read the same KV head: the
+// rows are the lanes of a vector, so the online softmax of the whole block is a few vector
+// ops per key. Every row is computed alone (no lane, block or batch neighbour changes its
+// bits), which is what lets a query in a verify batch give bitwise what it gives alone.
+constexpr int kLanes = 8;
+constexpr int kKeyTile = 32;  // keys per tile: a 32 x 128 f32 K tile is 16 KiB (L1)
+
+// One block of rows against one tile of keys: the running max m, running sum l and
+// unnormalised output acc of each row take in the tile's keys (online softmax):
+//   m' = max(m, max_j s_j);  acc = acc * e^(m - m') + sum_j e^(s_j - m') v_j;  l likewise
+// with s_j = softcap(q . k_j) and s_j = -inf where key j is not visible to the row.
+struct TileRows {
+  const float* q;          // kLanes rows of d, already scaled; rows >= n_rows are read, never used
+  const int32_t* q_pos;    // n_rows positions
+  int n_rows;              // 1..kLanes
+  int d;
+  const float* const* k;   // nk key rows of d
+  const float* const* v;   // nk value rows of d
+  const int32_t* k_pos;    // nk key positions (-1: empty slot)
+  int nk;                  // 1..kKeyTile
+  bool all_visible;        // every key is visible to every row: no mask needed
+  int window;              // sliding window (0: none), as key_visible
+  float softcap;           // 0: none
+  float* m;                // running max of each row (-inf before its first visible key)
+  float* l;                // running sum of e^(s - m) of each row; m and l: kLanes readable, n_rows written
+  float* acc;              // n_rows rows of d
+};
+
+// The tile primitives, one set per SIMD level.
 struct Kernels {
-  // dst[0..n) = src decoded from `type` (f32, f16, q8_0, q4_0); n is a multiple of the
-  // type's block size and src starts on a block boundary.
-  void (*to_f32)(DType type, const void* src, float* dst, int64_t n);
-  // s[i * s_stride + j] = dot(q + i * d, k[j]) for i < m, j < nk.
-  void (*scores)(const float* q, int m, const float* const* k, int nk, int d, float* s, int s_stride);
-  // acc[i * d ..] += sum_j p[i * p_stride + j] * v[j][..] for i < m.
-  void (*accumulate)(const float* p, int p_stride, int m, const float* const* v, int nv, int d, float* acc);
-  // x[j] = exp(x[j] - max) for j < n (exp(-inf) = 0); returns the sum. max is finite.
-  float (*exp_sum)(float* x, int n, float max);
-  // x[j] = cap * tanh(x[j] / cap)
-  void (*softcap)(float* x, int n, float cap);
+  // Rows of `parts` runs of n elements (rows row_bytes apart from src) decoded from `type`
+  // (f32, f16, q8_0, q4_0), run-major: dst[p * part_stride + j * n + i] = element p * n + i
+  // of row j. The rows are read in order, front to back. n is a multiple of the type's
+  // block size and src starts on a block boundary.
+  void (*to_f32_rows)(DType type, const uint8_t* src, size_t row_bytes, int n_rows, int parts, int64_t n, float* dst,
+                      size_t part_stride);
+  void (*tile_rows)(const TileRows& t);
 };
 
 const Kernels& scalar_kernels();  // attention_scalar.cpp
