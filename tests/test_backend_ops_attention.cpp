@@ -195,12 +195,11 @@ TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 
     for (int d : {20, 36}) run_case(AttnCase{t, t, 6, 3, d, 90, 77, 5, 0, 0.0f}, rng);
 }
 
-TEST_CASE("a query alone gives bitwise what it gives in a verify batch with later tokens") {
-  // Speculative decoding relies on this (its verify passes stay within one query tile, see
-  // max_verify_rows). The ring fills in slot order, as the KV cache does;
-  // the batches end at depths where the splits of a ring filled that far change.
-  check::Rng rng(26);
-  const int n_head = 32, n_head_kv = 4, d = 64, n_q = 4;  // a query tile: what a verify pass may hold
+// Attends a batch of queries (a query tile: what a verify pass may hold) to a ring filled
+// in slot order, as the KV cache fills, then each query alone, at depths where the splits of
+// a ring filled that far change; checks the outputs are bitwise equal.
+static void check_alone_equals_batch(check::Rng& rng, int n_head, int n_head_kv) {
+  const int d = 64, n_q = 32 / (n_head / n_head_kv);
   const int64_t row = static_cast<int64_t>(n_head_kv) * d, cols = static_cast<int64_t>(n_head) * d;
   Ring ring(rng, DType::F16, DType::F16, n_head_kv, d, 2048, 0, 0);
   for (int64_t slot = 0; slot < 600; ++slot) {
@@ -228,6 +227,17 @@ TEST_CASE("a query alone gives bitwise what it gives in a verify batch with late
       }
     }
   }
+}
+
+TEST_CASE("a query alone gives bitwise what it gives in a verify batch with later tokens") {
+  // Speculative decoding relies on this (its verify passes stay within one query tile, see
+  // max_verify_rows).
+  check::Rng rng(26);
+  // Groups of 8 query heads fill the kernels' 8-row blocks with one token each.
+  check_alone_equals_batch(rng, 32, 4);
+  // Groups of 3 pack several tokens into a block: a token's rows sit in other lanes in the
+  // batch than alone.
+  check_alone_equals_batch(rng, 12, 4);
 }
 
 TEST_CASE("attention with many KV heads (decode splits the heads of a row over items)") {
