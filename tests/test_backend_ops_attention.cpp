@@ -168,9 +168,10 @@ TEST_CASE("attention matches the reference and a naive softmax(QK^T)V for every 
   struct Heads {
     int n_head, n_head_kv, head_dim;
   };
-  // GQA 4:2 at d 64, MQA 3:1 at d 32, MHA 2:2 at d 16 (heads straddle q8_0/q4_0 blocks),
-  // GQA 8:1 at d 128.
-  const Heads heads[] = {{4, 2, 64}, {3, 1, 32}, {2, 2, 16}, {8, 1, 128}};
+  // GQA 4:2 at d 64, MQA 3:1 at d 32, MHA 2:2 at d 16 (heads straddle q8_0/q4_0 blocks)
+  // go through the kernels a row at a time; GQA 8:1 at d 128 and 10:2 at d 32 (the rows of
+  // a token straddle the kernels' 8-row blocks) as lanes of a vector.
+  const Heads heads[] = {{4, 2, 64}, {3, 1, 32}, {2, 2, 16}, {8, 1, 128}, {10, 2, 32}};
   struct Ctx {
     int64_t n_slots, filled, n_q;
   };
@@ -235,8 +236,10 @@ TEST_CASE("a query alone gives bitwise what it gives in a verify batch with late
   check::Rng rng(26);
   // Groups of 8 query heads fill the kernels' 8-row blocks with one token each.
   check_alone_equals_batch(rng, 32, 4);
-  // Groups of 3 pack several tokens into a block: a token's rows sit in other lanes in the
-  // batch than alone.
+  // Groups of 5 pack rows of several tokens into a block: a token's rows sit in other lanes
+  // (and blocks) in the batch than alone.
+  check_alone_equals_batch(rng, 20, 4);
+  // Groups of 3 go through the kernels a row at a time.
   check_alone_equals_batch(rng, 12, 4);
 }
 

@@ -257,18 +257,20 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
                      (p.window <= 0 || static_cast<int64_t>(q_max) - span.min_pos < p.window);
     tr.window = p.window;
     tr.softcap = p.softcap;
+    const bool lanes = plan.group >= attn::kMinLaneGroup;
+    const int block = lanes ? kLanes : 1;
     for (int gi = 0; gi < plan.heads_kv; ++gi) {
       tr.k = sc.k_rows.data() + gi * kKeyTile;
       tr.v = sc.v_rows.data() + gi * kKeyTile;
-      for (int b = 0; b < rows_per_kv; b += kLanes) {
+      for (int b = 0; b < rows_per_kv; b += block) {
         const int r0 = gi * rows_per_kv + b;
         tr.q = sc.q.data() + static_cast<size_t>(r0) * d;
         tr.q_pos = sc.q_pos.data() + r0;
-        tr.n_rows = std::min(kLanes, rows_per_kv - b);
+        tr.n_rows = std::min(block, rows_per_kv - b);
         tr.m = sc.m.data() + r0;
         tr.l = sc.l.data() + r0;
         tr.acc = sc.acc.data() + static_cast<size_t>(r0) * d;
-        kern.tile_rows(tr);
+        (lanes ? kern.tile_rows : kern.tile_row)(tr);
       }
     }
   }

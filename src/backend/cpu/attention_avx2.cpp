@@ -3,6 +3,7 @@
 // as vector lanes: 4-row x 2-key register-blocked dot products for the scores, the online
 // softmax eight rows at a time (vector exp, soft-cap and visibility mask), and a 2-row x
 // 32-column blocked P.V accumulation.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -14,65 +15,64 @@
 namespace ember::attn {
 namespace {
 
-inline void to_f32(DType type, const void* src, float* dst, int64_t n) {
-  switch (type) {
-    case DType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
-    case DType::F16: {
-      const uint16_t* h = static_cast<const uint16_t*>(src);
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
-      for (; i < n; ++i) dst[i] = fp16_to_f32(h[i]);
-      return;
-    }
-    case DType::Q8_0: {
-      const block_q8_0* b = static_cast<const block_q8_0*>(src);
-      for (int64_t blk = 0; blk < n / QK8_0; ++blk, dst += QK8_0) {
-        const __m256 d = _mm256_set1_ps(fp16_to_f32(b[blk].d));
-        for (int k = 0; k < 4; ++k) {
-          const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[blk].qs + 8 * k));
-          _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8))));
-        }
+// n elements of one row of type T (f16, q8_0, q4_0) as f32.
+template <DType T>
+inline void to_f32(const uint8_t* src, float* dst, int64_t n) {
+  if constexpr (T == DType::F16) {
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+    for (; i < n; ++i) dst[i] = fp16_to_f32(h[i]);
+  } else if constexpr (T == DType::Q8_0) {
+    const block_q8_0* b = reinterpret_cast<const block_q8_0*>(src);
+    for (int64_t blk = 0; blk < n / QK8_0; ++blk, dst += QK8_0) {
+      const __m256 d = _mm256_set1_ps(fp16_to_f32(b[blk].d));
+      for (int k = 0; k < 4; ++k) {
+        const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[blk].qs + 8 * k));
+        _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8))));
       }
-      return;
     }
-    case DType::Q4_0: {
-      const block_q4_0* b = static_cast<const block_q4_0*>(src);
-      const __m128i low4 = _mm_set1_epi8(0x0F);
-      const __m256i eight = _mm256_set1_epi32(8);
-      for (int64_t blk = 0; blk < n / QK4_0; ++blk, dst += QK4_0) {
-        const __m256 d = _mm256_set1_ps(fp16_to_f32(b[blk].d));
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[blk].qs));
-        const __m128i lo = _mm_and_si128(packed, low4);                     // elements 0..15
-        const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low4);  // elements 16..31
-        const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
-        for (int k = 0; k < 4; ++k) {
-          const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(parts[k]), eight);
-          _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
-        }
+  } else {
+    static_assert(T == DType::Q4_0);
+    const block_q4_0* b = reinterpret_cast<const block_q4_0*>(src);
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (int64_t blk = 0; blk < n / QK4_0; ++blk, dst += QK4_0) {
+      const __m256 d = _mm256_set1_ps(fp16_to_f32(b[blk].d));
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[blk].qs));
+      const __m128i lo = _mm_and_si128(packed, low4);                     // elements 0..15
+      const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), low4);  // elements 16..31
+      const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(parts[k]), eight);
+        _mm256_storeu_ps(dst + 8 * k, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
       }
-      return;
     }
-    default:
-      return;  // check_args admits only the four cache types
   }
 }
 
-// One switch on the type per tile rather than per row: rows are a head_dim long here.
+template <DType T>
+void to_f32_rows_of(const uint8_t* src, size_t row_bytes, int n_rows, int parts, int64_t n, float* dst,
+                    size_t part_stride) {
+  const size_t part_bytes = dtype_row_bytes(T, n);
+  for (int j = 0; j < n_rows; ++j)
+    for (int p = 0; p < parts; ++p) to_f32<T>(src + j * row_bytes + p * part_bytes, dst + p * part_stride + j * n, n);
+}
+
+// One switch on the type per tile, not per row: rows are a head_dim long here. (f32
+// caches are read in place and never come here.)
 void to_f32_rows(DType type, const uint8_t* src, size_t row_bytes, int n_rows, int parts, int64_t n, float* dst,
                  size_t part_stride) {
-  const size_t part_bytes = dtype_row_bytes(type, n);
-  auto rows = [&](DType t) {
-    for (int j = 0; j < n_rows; ++j)
-      for (int p = 0; p < parts; ++p) to_f32(t, src + j * row_bytes + p * part_bytes, dst + p * part_stride + j * n, n);
-  };
   switch (type) {
-    case DType::F16: return rows(DType::F16);
-    case DType::Q8_0: return rows(DType::Q8_0);
-    case DType::Q4_0: return rows(DType::Q4_0);
-    default: return rows(type);
+    case DType::F16: return to_f32_rows_of<DType::F16>(src, row_bytes, n_rows, parts, n, dst, part_stride);
+    case DType::Q8_0: return to_f32_rows_of<DType::Q8_0>(src, row_bytes, n_rows, parts, n, dst, part_stride);
+    case DType::Q4_0: return to_f32_rows_of<DType::Q4_0>(src, row_bytes, n_rows, parts, n, dst, part_stride);
+    default:
+      for (int j = 0; j < n_rows; ++j)  // f32: check_args admits only the four cache types
+        for (int p = 0; p < parts; ++p)
+          std::memcpy(dst + p * part_stride + j * n, src + j * row_bytes + p * n * sizeof(float),
+                      static_cast<size_t>(n) * sizeof(float));
   }
 }
 
@@ -206,10 +206,89 @@ void tile_rows(const TileRows& t) {
   if (r < t.n_rows) block_values<1>(t, s, correction, r);
 }
 
+// One row against the tile, keys in the lanes: groups of fewer than kMinLaneGroup query
+// heads per KV head would leave most lanes of tile_rows idle.
+void tile_row(const TileRows& t) {
+  const int d = t.d, d8 = d / 8 * 8, nk = t.nk;
+  alignas(32) float s[kKeyTile];
+  int j = 0;
+  for (; j + 4 <= nk; j += 4) {
+    __m256 a[4];
+    for (__m256& v : a) v = _mm256_setzero_ps();
+    for (int x = 0; x < d8; x += 8) {
+      const __m256 qv = _mm256_loadu_ps(t.q + x);
+      for (int c = 0; c < 4; ++c) a[c] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(t.k[j + c] + x), a[c]);
+    }
+    _mm_store_ps(s + j, simd::hsum4(a[0], a[1], a[2], a[3]));
+  }
+  for (; j < nk; ++j) {
+    __m256 a = _mm256_setzero_ps();
+    for (int x = 0; x < d8; x += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + x), _mm256_loadu_ps(t.k[j] + x), a);
+    s[j] = simd::hsum(a);
+  }
+  if (d8 < d)
+    for (j = 0; j < nk; ++j)
+      for (int x = d8; x < d; ++x) s[j] += t.q[x] * t.k[j][x];
+
+  // Soft-cap and mask eight keys at a time; keys past nk become -inf.
+  const float neg_inf_f = -std::numeric_limits<float>::infinity();
+  const __m256 neg_inf = _mm256_set1_ps(neg_inf_f);
+  const __m256i qp = _mm256_set1_epi32(t.q_pos[0]);
+  __m256 tile_max = neg_inf;
+  for (j = 0; j < nk; j += 8) {
+    const __m256i in_tile = simd::tail_mask(std::min(8, nk - j));
+    __m256 sv = _mm256_load_ps(s + j);
+    if (t.softcap > 0.0f) sv = softcap256(sv, t.softcap);
+    __m256i visible = in_tile;
+    if (!t.all_visible) {
+      const __m256i kp = _mm256_maskload_epi32(t.k_pos + j, in_tile);
+      visible = _mm256_and_si256(visible, _mm256_cmpgt_epi32(kp, _mm256_set1_epi32(-1)));
+      visible = _mm256_andnot_si256(_mm256_cmpgt_epi32(kp, qp), visible);
+      if (t.window > 0)
+        visible = _mm256_and_si256(visible, _mm256_cmpgt_epi32(_mm256_set1_epi32(t.window), _mm256_sub_epi32(qp, kp)));
+    }
+    sv = _mm256_blendv_ps(neg_inf, sv, _mm256_castsi256_ps(visible));
+    _mm256_store_ps(s + j, sv);
+    tile_max = _mm256_max_ps(tile_max, sv);
+  }
+  const float m_new = std::max(t.m[0], simd::hmax(tile_max));
+  if (m_new == neg_inf_f) return;  // no key seen yet
+  const float correction = _mm256_cvtss_f32(simd::exp256(_mm256_set1_ps(t.m[0] - m_new)));  // 0 on the first
+  const __m256 mv = _mm256_set1_ps(m_new);
+  __m256 sum = _mm256_setzero_ps();
+  for (j = 0; j < nk; j += 8) {  // masked keys and those past nk: exp(-inf) = 0
+    const __m256 p = simd::exp256(_mm256_sub_ps(_mm256_load_ps(s + j), mv));
+    _mm256_store_ps(s + j, p);
+    sum = _mm256_add_ps(sum, p);
+  }
+  t.l[0] = t.l[0] * correction + simd::hsum(sum);
+  t.m[0] = m_new;
+
+  // acc = acc * correction + sum_j p_j v_j, one key after another.
+  const __m256 c = _mm256_set1_ps(correction);
+  auto run = [&]<int W>(int x) {
+    __m256 a[W];
+    for (int w = 0; w < W; ++w) a[w] = _mm256_mul_ps(_mm256_loadu_ps(t.acc + x + 8 * w), c);
+    for (int k = 0; k < nk; ++k) {
+      const __m256 p = _mm256_broadcast_ss(s + k);
+      for (int w = 0; w < W; ++w) a[w] = _mm256_fmadd_ps(p, _mm256_loadu_ps(t.v[k] + x + 8 * w), a[w]);
+    }
+    for (int w = 0; w < W; ++w) _mm256_storeu_ps(t.acc + x + 8 * w, a[w]);
+  };
+  int x = 0;
+  for (; x + 32 <= d; x += 32) run.template operator()<4>(x);
+  for (; x + 8 <= d; x += 8) run.template operator()<1>(x);
+  for (; x < d; ++x) {
+    float a = t.acc[x] * correction;
+    for (int k = 0; k < nk; ++k) a = std::fma(s[k], t.v[k][x], a);
+    t.acc[x] = a;
+  }
+}
+
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{to_f32_rows, tile_rows};
+  static const Kernels k{to_f32_rows, tile_rows, tile_row};
   return k;
 }
 

@@ -13,6 +13,9 @@ namespace ember::attn {
 // ops per key. Every row is computed alone (no lane, block or batch neighbour changes its
 // bits), which is what lets a query in a verify batch give bitwise what it gives alone.
 constexpr int kLanes = 8;
+// Below this many query heads per KV head, rows go through a tile one at a time instead
+// (tile_row), whatever the batch: the choice never depends on how many tokens come along.
+constexpr int kMinLaneGroup = 4;
 constexpr int kKeyTile = 32;  // keys per tile: a 32 x 128 f32 K tile is 16 KiB (L1)
 
 // One block of rows against one tile of keys: the running max m, running sum l and
@@ -45,6 +48,8 @@ struct Kernels {
   void (*to_f32_rows)(DType type, const uint8_t* src, size_t row_bytes, int n_rows, int parts, int64_t n, float* dst,
                       size_t part_stride);
   void (*tile_rows)(const TileRows& t);
+  // The same for one row (n_rows 1), with the keys in the lanes instead.
+  void (*tile_row)(const TileRows& t);
 };
 
 const Kernels& scalar_kernels();  // attention_scalar.cpp
