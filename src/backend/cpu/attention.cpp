@@ -5,8 +5,9 @@
 //   m' = max(m, max_j s_j);  acc = acc * e^(m - m') + sum_j e^(s_j - m') v_j;  l likewise
 // so no score matrix larger than rows x kKeyTile ever exists. K and V tiles are decoded from
 // the cache type into a small f32 buffer (f32 caches are read in place), and the rows go
-// through each tile in blocks of eight that share a KV head, as the lanes of a vector
-// (attention_kernels.h): a row's bits never depend on its block-mates.
+// through each tile in blocks of eight that share a KV head, as the lanes of a vector, or
+// one at a time when fewer than four query heads share a KV head (attention_kernels.h):
+// either way a row's bits never depend on the other rows of the batch.
 //
 // Work items are (KV heads, query tile, key split). Prefill takes one KV head per item, so its
 // many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
@@ -112,8 +113,8 @@ struct Plan {
 };
 
 // Per-thread buffers, reused across calls (the pool's threads are persistent). The row
-// buffers have kLanes rows to spare, as a block of rows reads kLanes rows of q (and writes
-// kLanes entries of m and l) even when fewer rows are left.
+// buffers have kLanes rows to spare, as a block of rows reads kLanes rows of q and kLanes
+// entries of m and l even when fewer rows are left.
 struct Scratch {
   std::vector<float> q, k, v, acc, m, l, segment;
   std::vector<int32_t> q_pos;

@@ -47,6 +47,7 @@ struct Kernels {
   // block size and src starts on a block boundary.
   void (*to_f32_rows)(DType type, const uint8_t* src, size_t row_bytes, int n_rows, int parts, int64_t n, float* dst,
                       size_t part_stride);
+  // One block of rows against one key tile (TileRows), the rows in the lanes.
   void (*tile_rows)(const TileRows& t);
   // The same for one row (n_rows 1), with the keys in the lanes instead.
   void (*tile_row)(const TileRows& t);
