@@ -2,7 +2,7 @@
 //
 //   ember bench-ops                      bandwidth, matvec GB/s per type (1 and -t threads), matmul GFLOP/s
 //   ember bench-ops -t 2 --types Q4_0,Q4_K --reps 9
-//   ember bench-ops --no-matmul          only the memory-bound part
+//   ember bench-ops --no-matmul          only the memory-bound part (and attention)
 //
 // matvec (one token, the decode case) is memory-bound: it is reported as weight bytes read
 // per second and as a percentage of the read bandwidth measured with the same thread count.
@@ -10,7 +10,8 @@
 // not from the last-level cache, as a real model's would. matmul (a 512-token prefill) is
 // compute-bound and reported in GFLOP/s (2 * rows * cols * tokens per call). matvec figures
 // come from --reps segments of calls, each paired with a read of memory for as long;
-// matmul figures are the median of timed calls. Both after a warm-up call.
+// matmul figures are the median of timed calls. Both after a warm-up call. The attention
+// table (bench_ops_attention.cpp) times the attention op on model-shaped heads.
 #include <fmt/format.h>
 
 #include <time.h>
@@ -27,6 +28,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/ops.h"
+#include "cli/bench_ops_attention.h"
 #include "cli/commands.h"
 #include "eval/bench.h"
 #include "tensor/quant.h"
@@ -44,6 +46,7 @@ struct BenchOpsFlags {
   int batch = 512;
   bool no_matvec = false;
   bool no_matmul = false;
+  bool no_attention = false;
 };
 
 DType parse_type(const std::string& name) {
@@ -281,6 +284,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
       }
     }
   }
+  if (!f.no_attention) print_attention_table(f.threads, f.reps);
   return 0;
 }
 
@@ -288,13 +292,14 @@ int run_bench_ops(const BenchOpsFlags& f) {
 
 void add_bench_ops(CLI::App& app) {
   auto flags = std::make_shared<BenchOpsFlags>();
-  CLI::App* cmd = app.add_subcommand("bench-ops", "Benchmark the CPU matmul kernels against the memory roofline");
+  CLI::App* cmd = app.add_subcommand("bench-ops", "Benchmark the CPU matmul kernels against the memory roofline, and the attention op");
   cmd->add_option("-t,--threads", flags->threads, "threads (matvec also runs with 1)")->capture_default_str();
   cmd->add_option("--types", flags->types, "comma-separated weight types")->capture_default_str();
   cmd->add_option("--reps", flags->reps, "timed repetitions per figure (median reported)")->capture_default_str();
   cmd->add_option("--batch", flags->batch, "tokens in the matmul (prefill) benchmark")->capture_default_str();
   cmd->add_flag("--no-matvec", flags->no_matvec, "skip the matvec table");
   cmd->add_flag("--no-matmul", flags->no_matmul, "skip the matmul table");
+  cmd->add_flag("--no-attention", flags->no_attention, "skip the attention table");
   cmd->callback([flags] { set_exit_code(guarded("bench-ops", [&] { return run_bench_ops(*flags); })); });
 }
 
