@@ -16,6 +16,7 @@
 
 #include "backend/cpu/thread_pool.h"
 #include "backend/ops.h"
+#include "sampling/rng.h"
 #include "tensor/dtype.h"
 
 namespace ember::cli {
@@ -40,13 +41,13 @@ struct Rings {
     const int64_t row = static_cast<int64_t>(h.n_head_kv) * h.head_dim;
     row_bytes = dtype_row_bytes(DType::F16, row);
     std::vector<float> values(static_cast<size_t>(row));
-    uint32_t state = 12345;
+    Rng rng(12345);
     for (int l = 0; l < kLayers; ++l) {
       k.emplace_back(static_cast<size_t>(depth) * row_bytes);
       v.emplace_back(static_cast<size_t>(depth) * row_bytes);
       for (int64_t slot = 0; slot < depth; ++slot)
         for (auto* cache : {&k.back(), &v.back()}) {
-          for (float& x : values) x = static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 8388608.0f - 1.0f;
+          for (float& x : values) x = static_cast<float>(2.0 * rng.uniform01() - 1.0);
           ops::store_row(values.data(), row, DType::F16, cache->data() + slot * row_bytes);
         }
     }

@@ -237,6 +237,12 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
     if (span.max_pos < 0 || span.min_pos > q_max) return false;
     return p.window <= 0 || static_cast<int64_t>(q_min) - span.max_pos < p.window;
   };
+  attn::TileRows tr{};  // the fields every tile and block share; the loops set the rest
+  tr.d = d;
+  tr.window = p.window;
+  tr.softcap = p.softcap;
+  const bool lanes = plan.group >= attn::kMinLaneGroup;
+  const int block = lanes ? kLanes : 1;
   if (tile_begin < tile_end && wanted(tile_begin))
     prefetch_tile(kv, tile_begin * kKeyTile, tile_keys(tile_begin), head_begin, run);
   for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
@@ -250,16 +256,10 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
     decode_tile(kern, kv.v_type, static_cast<const uint8_t*>(kv.v) + j0 * kv.v_row_bytes, kv.v_row_bytes, nk,
                 head_begin, plan.heads_kv, d, sc.v.data(), sc.segment.data(), sc.v_rows.data());
 
-    attn::TileRows tr{};
-    tr.d = d;
     tr.k_pos = kv.slot_pos + j0;
     tr.nk = nk;
     tr.all_visible = span.all_filled && span.max_pos <= q_min &&
                      (p.window <= 0 || static_cast<int64_t>(q_max) - span.min_pos < p.window);
-    tr.window = p.window;
-    tr.softcap = p.softcap;
-    const bool lanes = plan.group >= attn::kMinLaneGroup;
-    const int block = lanes ? kLanes : 1;
     for (int gi = 0; gi < plan.heads_kv; ++gi) {
       tr.k = sc.k_rows.data() + gi * kKeyTile;
       tr.v = sc.v_rows.data() + gi * kKeyTile;

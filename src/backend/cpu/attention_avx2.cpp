@@ -114,6 +114,14 @@ void block_scores(const TileRows& t, float* s) {
         for (int x = d8; x < d; ++x) s[j * kLanes + r] += t.q[r * d + x] * t.k[j][x];
 }
 
+// Lanes where key position kp is visible to query position qp (as key_visible): a filled
+// slot, not in the future, and within the window when there is one.
+inline __m256i visible_lanes(__m256i kp, __m256i qp, int window) {
+  __m256i v = _mm256_andnot_si256(_mm256_cmpgt_epi32(kp, qp), _mm256_cmpgt_epi32(kp, _mm256_set1_epi32(-1)));
+  if (window > 0) v = _mm256_and_si256(v, _mm256_cmpgt_epi32(_mm256_set1_epi32(window), _mm256_sub_epi32(qp, kp)));
+  return v;
+}
+
 // cap * tanh(x / cap), with tanh(y) = 1 - 2 / (e^(2y) + 1) (exact limits +-1).
 inline __m256 softcap256(__m256 x, float cap) {
   const __m256 e = simd::exp256(_mm256_mul_ps(x, _mm256_set1_ps(2.0f / cap)));
@@ -122,9 +130,10 @@ inline __m256 softcap256(__m256 x, float cap) {
                        _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one))));
 }
 
-// acc[r..r+R) = acc * correction + sum_j p_j v_j, one key after another (p in lanes of s).
+// acc[r..r+R) = acc * correction + sum_j p_j v_j, one key after another: row r + i's p_j
+// is s[j * s_stride + r + i] (kLanes for tile_rows' lanes, 1 for tile_row's one row).
 template <int R>
-inline void block_values(const TileRows& t, const float* s, const float* correction, int r) {
+inline void block_values(const TileRows& t, const float* s, int s_stride, const float* correction, int r) {
   const int d = t.d;
   float* acc = t.acc + static_cast<size_t>(r) * d;
   auto run = [&]<int W>(int x) {
@@ -137,7 +146,7 @@ inline void block_values(const TileRows& t, const float* s, const float* correct
       __m256 vv[W];
       for (int w = 0; w < W; ++w) vv[w] = _mm256_loadu_ps(t.v[j] + x + 8 * w);
       for (int i = 0; i < R; ++i) {
-        const __m256 p = _mm256_broadcast_ss(s + j * kLanes + r + i);
+        const __m256 p = _mm256_broadcast_ss(s + j * s_stride + r + i);
         for (int w = 0; w < W; ++w) a[i][w] = _mm256_fmadd_ps(p, vv[w], a[i][w]);
       }
     }
@@ -150,7 +159,7 @@ inline void block_values(const TileRows& t, const float* s, const float* correct
   for (; x < d; ++x)
     for (int i = 0; i < R; ++i) {
       float a = acc[i * d + x] * correction[r + i];
-      for (int j = 0; j < t.nk; ++j) a = std::fma(s[j * kLanes + r + i], t.v[j][x], a);
+      for (int j = 0; j < t.nk; ++j) a = std::fma(s[j * s_stride + r + i], t.v[j][x], a);
       acc[i * d + x] = a;
     }
 }
@@ -170,13 +179,7 @@ void tile_rows(const TileRows& t) {
     __m256 sv = _mm256_load_ps(s + j * kLanes);
     if (t.softcap > 0.0f) sv = softcap256(sv, t.softcap);
     __m256i visible = valid;
-    if (!t.all_visible) {
-      const int32_t kp = t.k_pos[j];
-      const __m256i kpv = _mm256_set1_epi32(kp);
-      visible = kp < 0 ? _mm256_setzero_si256() : _mm256_andnot_si256(_mm256_cmpgt_epi32(kpv, qp), visible);
-      if (t.window > 0)
-        visible = _mm256_and_si256(visible, _mm256_cmpgt_epi32(_mm256_set1_epi32(t.window), _mm256_sub_epi32(qp, kpv)));
-    }
+    if (!t.all_visible) visible = _mm256_and_si256(visible, visible_lanes(_mm256_set1_epi32(t.k_pos[j]), qp, t.window));
     sv = _mm256_blendv_ps(neg_inf, sv, _mm256_castsi256_ps(visible));
     _mm256_store_ps(s + j * kLanes, sv);
     tile_max = _mm256_max_ps(tile_max, sv);
@@ -202,8 +205,8 @@ void tile_rows(const TileRows& t) {
   _mm256_maskstore_ps(t.m, valid, m_new);
 
   int r = 0;
-  for (; r + 2 <= t.n_rows; r += 2) block_values<2>(t, s, correction, r);
-  if (r < t.n_rows) block_values<1>(t, s, correction, r);
+  for (; r + 2 <= t.n_rows; r += 2) block_values<2>(t, s, kLanes, correction, r);
+  if (r < t.n_rows) block_values<1>(t, s, kLanes, correction, r);
 }
 
 // One row against the tile, keys in the lanes: groups of fewer than kMinLaneGroup query
@@ -240,13 +243,8 @@ void tile_row(const TileRows& t) {
     __m256 sv = _mm256_load_ps(s + j);
     if (t.softcap > 0.0f) sv = softcap256(sv, t.softcap);
     __m256i visible = in_tile;
-    if (!t.all_visible) {
-      const __m256i kp = _mm256_maskload_epi32(t.k_pos + j, in_tile);
-      visible = _mm256_and_si256(visible, _mm256_cmpgt_epi32(kp, _mm256_set1_epi32(-1)));
-      visible = _mm256_andnot_si256(_mm256_cmpgt_epi32(kp, qp), visible);
-      if (t.window > 0)
-        visible = _mm256_and_si256(visible, _mm256_cmpgt_epi32(_mm256_set1_epi32(t.window), _mm256_sub_epi32(qp, kp)));
-    }
+    if (!t.all_visible)
+      visible = _mm256_and_si256(visible, visible_lanes(_mm256_maskload_epi32(t.k_pos + j, in_tile), qp, t.window));
     sv = _mm256_blendv_ps(neg_inf, sv, _mm256_castsi256_ps(visible));
     _mm256_store_ps(s + j, sv);
     tile_max = _mm256_max_ps(tile_max, sv);
@@ -264,25 +262,7 @@ void tile_row(const TileRows& t) {
   t.l[0] = t.l[0] * correction + simd::hsum(sum);
   t.m[0] = m_new;
 
-  // acc = acc * correction + sum_j p_j v_j, one key after another.
-  const __m256 c = _mm256_set1_ps(correction);
-  auto run = [&]<int W>(int x) {
-    __m256 a[W];
-    for (int w = 0; w < W; ++w) a[w] = _mm256_mul_ps(_mm256_loadu_ps(t.acc + x + 8 * w), c);
-    for (int k = 0; k < nk; ++k) {
-      const __m256 p = _mm256_broadcast_ss(s + k);
-      for (int w = 0; w < W; ++w) a[w] = _mm256_fmadd_ps(p, _mm256_loadu_ps(t.v[k] + x + 8 * w), a[w]);
-    }
-    for (int w = 0; w < W; ++w) _mm256_storeu_ps(t.acc + x + 8 * w, a[w]);
-  };
-  int x = 0;
-  for (; x + 32 <= d; x += 32) run.template operator()<4>(x);
-  for (; x + 8 <= d; x += 8) run.template operator()<1>(x);
-  for (; x < d; ++x) {
-    float a = t.acc[x] * correction;
-    for (int k = 0; k < nk; ++k) a = std::fma(s[k], t.v[k][x], a);
-    t.acc[x] = a;
-  }
+  block_values<1>(t, s, 1, &correction, 0);
 }
 
 }  // namespace
