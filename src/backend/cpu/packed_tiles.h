@@ -93,12 +93,12 @@ inline void for_each_group_tile(int group_rows, int64_t r0, int64_t r1, int64_t 
 // noise of one another. About one DRAM latency at one core's share of the bandwidth.
 constexpr size_t kPrefetchDistance = 1024;
 
-// Prefetches the lines of [p, p + bytes) shifted kPrefetchDistance ahead. Called once per
-// block (or part of a block) of a stream, so consecutive calls cover the stream without gaps
-// (a line may be asked for twice; past the end of the buffer a prefetch is dropped, never a
+// Prefetches the lines of [p, p + bytes) shifted `distance` ahead. Called once per block
+// (or part of a block) of a stream, so consecutive calls cover the stream without gaps (a
+// line may be asked for twice; past the end of the buffer a prefetch is dropped, never a
 // fault).
-static inline void prefetch_ahead(const uint8_t* p, size_t bytes) {
-  const char* ahead = reinterpret_cast<const char*>(p) + kPrefetchDistance;
+static inline void prefetch_ahead(const uint8_t* p, size_t bytes, size_t distance = kPrefetchDistance) {
+  const char* ahead = reinterpret_cast<const char*>(p) + distance;
   for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
 }
 
