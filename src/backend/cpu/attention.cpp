@@ -241,8 +241,10 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
   tr.d = d;
   tr.window = p.window;
   tr.softcap = p.softcap;
+  // Rows as lanes of a block, or one at a time for small groups (kMinLaneGroup).
   const bool lanes = plan.group >= attn::kMinLaneGroup;
   const int block = lanes ? kLanes : 1;
+  const auto tile = lanes ? kern.tile_rows : kern.tile_row;
   if (tile_begin < tile_end && wanted(tile_begin))
     prefetch_tile(kv, tile_begin * kKeyTile, tile_keys(tile_begin), head_begin, run);
   for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
@@ -271,7 +273,7 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
         tr.m = sc.m.data() + r0;
         tr.l = sc.l.data() + r0;
         tr.acc = sc.acc.data() + static_cast<size_t>(r0) * d;
-        (lanes ? kern.tile_rows : kern.tile_row)(tr);
+        tile(tr);
       }
     }
   }

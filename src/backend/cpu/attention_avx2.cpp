@@ -5,7 +5,6 @@
 // 32-column blocked P.V accumulation.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "backend/cpu/attention_kernels.h"
@@ -60,19 +59,15 @@ void to_f32_rows_of(const uint8_t* src, size_t row_bytes, int n_rows, int parts,
     for (int p = 0; p < parts; ++p) to_f32<T>(src + j * row_bytes + p * part_bytes, dst + p * part_stride + j * n, n);
 }
 
-// One switch on the type per tile, not per row: rows are a head_dim long here. (f32
-// caches are read in place and never come here.)
+// One switch on the type per tile, not per row: rows are a head_dim long here. f32 caches
+// are read in place (decode_tile) and never come here; any other type takes the scalar path.
 void to_f32_rows(DType type, const uint8_t* src, size_t row_bytes, int n_rows, int parts, int64_t n, float* dst,
                  size_t part_stride) {
   switch (type) {
     case DType::F16: return to_f32_rows_of<DType::F16>(src, row_bytes, n_rows, parts, n, dst, part_stride);
     case DType::Q8_0: return to_f32_rows_of<DType::Q8_0>(src, row_bytes, n_rows, parts, n, dst, part_stride);
     case DType::Q4_0: return to_f32_rows_of<DType::Q4_0>(src, row_bytes, n_rows, parts, n, dst, part_stride);
-    default:
-      for (int j = 0; j < n_rows; ++j)  // f32: check_args admits only the four cache types
-        for (int p = 0; p < parts; ++p)
-          std::memcpy(dst + p * part_stride + j * n, src + j * row_bytes + p * n * sizeof(float),
-                      static_cast<size_t>(n) * sizeof(float));
+    default: return scalar_kernels().to_f32_rows(type, src, row_bytes, n_rows, parts, n, dst, part_stride);
   }
 }
 
