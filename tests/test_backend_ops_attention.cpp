@@ -199,8 +199,9 @@ TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 
 // Attends a batch of queries (a query tile: what a verify pass may hold) to a ring filled
 // in slot order, as the KV cache fills, then each query alone, at depths where the splits of
 // a ring filled that far change; checks the outputs are bitwise equal.
-static void check_alone_equals_batch(check::Rng& rng, int n_head, int n_head_kv) {
-  const int d = 64, n_q = 32 / (n_head / n_head_kv);
+static void check_alone_equals_batch(check::Rng& rng, int n_head, int n_head_kv, int n_q = 0) {
+  const int d = 64;
+  if (n_q == 0) n_q = 32 / (n_head / n_head_kv);
   const int64_t row = static_cast<int64_t>(n_head_kv) * d, cols = static_cast<int64_t>(n_head) * d;
   Ring ring(rng, DType::F16, DType::F16, n_head_kv, d, 2048, 0, 0);
   for (int64_t slot = 0; slot < 600; ++slot) {
@@ -211,6 +212,7 @@ static void check_alone_equals_batch(check::Rng& rng, int n_head, int n_head_kv)
   for (int threads : {2, 3}) {
     ThreadPool pool(threads);
     for (int32_t end : {7, 130, 227, 258, 355, 517, 600}) {
+      if (end < n_q) continue;
       CAPTURE(threads);
       CAPTURE(end);
       const auto q = rng.uniform(static_cast<size_t>(n_q * cols));
@@ -241,6 +243,87 @@ TEST_CASE("a query alone gives bitwise what it gives in a verify batch with late
   check_alone_equals_batch(rng, 20, 4);
   // Groups of 3 go through the kernels a row at a time.
   check_alone_equals_batch(rng, 12, 4);
+}
+
+TEST_CASE("a query gives bitwise the same output in a prefill chunk of any length as alone") {
+  // Chunked prefill, prefix-cache hits and preemption all compute a token in chunks other
+  // than the ones it would meet alone; batch invariance needs this.
+  check::Rng rng(27);
+  check_alone_equals_batch(rng, 32, 4, 70);
+  check_alone_equals_batch(rng, 12, 4, 130);
+}
+
+// The ring's rows moved into shuffled blocks of a larger pool, read through a block table.
+struct PagedCopy {
+  std::vector<uint8_t> k, v;
+  std::vector<int32_t> pos, table;
+  KVView view;
+  PagedCopy(check::Rng& rng, const KVView& ring, int block_size, int64_t first_block) {
+    const int64_t n_blocks = ring.n_slots / block_size, pool_blocks = n_blocks * 2 + 3;
+    std::vector<int32_t> phys(static_cast<size_t>(pool_blocks));
+    std::iota(phys.begin(), phys.end(), 0);
+    std::shuffle(phys.begin(), phys.end(), rng.engine());
+    k.assign(static_cast<size_t>(pool_blocks * block_size) * ring.k_row_bytes, 0xEE);
+    v.assign(static_cast<size_t>(pool_blocks * block_size) * ring.v_row_bytes, 0xEE);
+    pos.assign(static_cast<size_t>(pool_blocks * block_size), 12345);  // other sequences' tokens
+    for (int64_t b = first_block; b < n_blocks; ++b) {
+      table.push_back(phys[static_cast<size_t>(b)]);
+      for (int j = 0; j < block_size; ++j) {
+        const int64_t from = b * block_size + j, to = static_cast<int64_t>(phys[static_cast<size_t>(b)]) * block_size + j;
+        std::memcpy(k.data() + to * ring.k_row_bytes, static_cast<const uint8_t*>(ring.k) + from * ring.k_row_bytes, ring.k_row_bytes);
+        std::memcpy(v.data() + to * ring.v_row_bytes, static_cast<const uint8_t*>(ring.v) + from * ring.v_row_bytes, ring.v_row_bytes);
+        pos[static_cast<size_t>(to)] = ring.slot_pos[from];
+      }
+    }
+    view = ring;
+    view.k = k.data();
+    view.v = v.data();
+    view.slot_pos = pos.data();
+    view.blocks = table.data();
+    view.block_size = block_size;
+    view.n_slots = static_cast<int64_t>(table.size()) * block_size;
+    view.first_slot = first_block * block_size;
+  }
+};
+
+TEST_CASE("attention through a block table gives bitwise the contiguous cache's output") {
+  check::Rng rng(28);
+  const int n_head = 8, n_head_kv = 2, d = 64;
+  const int64_t row = static_cast<int64_t>(n_head_kv) * d, cols = static_cast<int64_t>(n_head) * d;
+  for (DType t : {DType::F16, DType::Q8_0, DType::Q4_0}) {
+    for (int block_size : {32, 64}) {
+      CAPTURE(block_size);
+      // 640 slots in order, positions 0..599; the first two blocks given back (a window).
+      Ring ring(rng, t, t, n_head_kv, d, 640, 0, 0);
+      for (int64_t slot = 0; slot < 600; ++slot) {
+        ring.pos[static_cast<size_t>(slot)] = static_cast<int32_t>(slot);
+        ops::store_row(rng.uniform(static_cast<size_t>(row)).data(), row, t, ring.k.data() + slot * ring.k_row_bytes);
+        ops::store_row(rng.uniform(static_cast<size_t>(row)).data(), row, t, ring.v.data() + slot * ring.v_row_bytes);
+      }
+      for (int64_t first_block : {0, 2}) {
+        CAPTURE(first_block);
+        for (int64_t slot = 0; slot < first_block * block_size; ++slot) ring.pos[static_cast<size_t>(slot)] = -1;
+        const PagedCopy paged(rng, ring.view(), block_size, first_block);
+        for (int n_q : {1, 5, 40}) {
+          const auto q = rng.uniform(static_cast<size_t>(n_q * cols));
+          std::vector<int32_t> q_pos(n_q);
+          for (int i = 0; i < n_q; ++i) q_pos[i] = 600 - n_q + i;
+          const AttentionParams p{n_head, n_head_kv, d, 0.125f, first_block ? 300 : 0, 0.0f};
+          for (int threads : {1, 2}) {
+            ThreadPool pool(threads);
+            std::vector<float> a(q.size()), b(q.size());
+            ops::attention(pool, check::dense_view(q, n_q, cols), q_pos.data(), ring.view(), p, check::dense_mat(a, n_q, cols));
+            ops::attention(pool, check::dense_view(q, n_q, cols), q_pos.data(), paged.view, p, check::dense_mat(b, n_q, cols));
+            CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+            std::vector<float> want(q.size());
+            ops::reference::attention(check::dense_view(q, n_q, cols), q_pos.data(), paged.view, p,
+                                      check::dense_mat(want, n_q, cols));
+            check::expect_close(b, want, kAttentionNmse, "paged vs reference");
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("attention with many KV heads (decode splits the heads of a row over items)") {

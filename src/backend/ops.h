@@ -57,16 +57,27 @@ struct RopeParams {
   float freq_scale = 1.0f;  // linear position scaling: theta = pos * freq_scale * base^(-2i/n_rot)
 };
 
-// One layer's view of a sequence's KV ring, as attention reads it.
+// One layer's view of a sequence's KV cache, as attention reads it: `n_slots` logical slots,
+// each one K row and one V row, and the position each holds (-1 = empty). Slots are either
+// contiguous (blocks == nullptr: slot j is row j) or paged: logical slot j lives in row
+// blocks[j / block_size] * block_size + j % block_size of the k/v/slot_pos arrays (the KV
+// block pool's storage, kv/block_pool.h), n_slots = n_blocks * block_size.
 struct KVView {
   DType k_type = DType::F16;
   DType v_type = DType::F16;
-  const void* k = nullptr;  // n_slots rows of n_head_kv * head_dim elements of k_type
+  const void* k = nullptr;  // rows of n_head_kv * head_dim elements of k_type
   const void* v = nullptr;  // same layout for v_type
   size_t k_row_bytes = 0;
   size_t v_row_bytes = 0;
-  const int32_t* slot_pos = nullptr;  // position stored in each slot, -1 when empty
+  const int32_t* slot_pos = nullptr;  // position stored in each row, -1 when empty
   int64_t n_slots = 0;
+  const int32_t* blocks = nullptr;    // block table (paged), or nullptr (contiguous)
+  int block_size = 0;                 // rows per block when paged: a multiple of 32
+  int64_t first_slot = 0;             // the sequence's ordinal of logical slot 0 (blocks given
+                                      // back before it); a multiple of 32, splits align to it
+
+  // Row of logical slot j in k, v and slot_pos.
+  int64_t row_of(int64_t j) const { return blocks ? static_cast<int64_t>(blocks[j / block_size]) * block_size + j % block_size : j; }
 };
 
 struct AttentionParams {
@@ -117,7 +128,9 @@ void geglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out)
 // Causal attention of q (rows = query tokens, cols = n_head * head_dim) at positions q_pos
 // over the KV ring: a key at position kp is visible to a query at qp when kp <= qp (and
 // qp - kp < window). Tiled online softmax; never materialises the full score matrix.
-// A query that sees no key (all masked or empty slots) gets a zero output row.
+// A query that sees no key (all masked or empty slots) gets a zero output row. A row's
+// output depends only on that row, its position and the cache: never on the other rows of
+// the call, so a token gives the same bits alone, in a verify batch or in a prefill chunk.
 void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const KVView& kv,
                const AttentionParams& p, F32Mat out);
 // Writes one f32 row into a KV ring slot in the cache's type (quantizing as needed);

@@ -32,6 +32,8 @@ static KVCacheConfig kv_config(const Hparams& hp, const ContextOptions& o, int n
   c.v_row = hp.n_embd_v_gqa();
   c.k_type = o.k_type;
   c.v_type = o.v_type;
+  c.n_blocks = o.kv_blocks;
+  c.prefix_cache = o.prefix_cache;
   c.window.assign(hp.n_layer, 0);
   for (int il = 0; il < hp.n_layer; ++il) c.window[il] = hp.is_swa(il) ? hp.n_swa : 0;
   return c;
@@ -67,10 +69,11 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
   const size_t bpt = static_cast<size_t>(hp.n_layer) * (dtype_row_bytes(opts.k_type, kvc.k_row) + dtype_row_bytes(opts.v_type, kvc.v_row));
   if (opts.print_plan)
     std::fprintf(stderr,
-                 "memory plan: weights %.1f MiB (mmap) + KV cache %.1f MiB (K %s, V %s, %d ctx x %d seq, %.1f KiB/token) "
+                 "memory plan: weights %.1f MiB (mmap) + KV cache %.1f MiB (K %s, V %s, %d ctx x %d seq in blocks of %d, "
+                 "%.1f KiB/token) "
                  "+ scratch %.1f MiB (ubatch %d) = %.1f MiB of %.1f MiB available\n",
                  mib(plan_.weight_bytes), mib(plan_.kv_bytes), dtype_name(opts.k_type), dtype_name(opts.v_type), n_ctx_,
-                 opts.n_seq, bpt / 1024.0, mib(plan_.scratch_bytes), opts_.n_ubatch, mib(plan_.total()),
+                 opts.n_seq, kvc.block_size, bpt / 1024.0, mib(plan_.scratch_bytes), opts_.n_ubatch, mib(plan_.total()),
                  mib(plan_.available));
   // Mapped weights are file pages the kernel can evict, but a model that does not fit in
   // RAM thrashes at every token; KV and scratch are anonymous memory that must fit outright.
@@ -108,6 +111,10 @@ int Context::kv_n_tokens(int seq) const {
 }
 void Context::kv_clear(int seq) { kv_->clear(seq); }
 void Context::kv_rollback(int seq, int n_tokens) { kv_->rollback(seq, n_tokens); }
+int Context::kv_attach_prefix(int seq, std::span<const int32_t> tokens) {
+  if (seq < 0 || seq >= opts_.n_seq) fail(ErrorKind::InvalidArgument, "sequence {} out of range", seq);
+  return kv_->attach_prefix(seq, tokens);
+}
 
 std::span<const float> Context::decode(const Batch& batch) {
   const Hparams& hp = model_.hparams();
@@ -148,6 +155,15 @@ std::span<const float> Context::decode(const Batch& batch) {
       fail(ErrorKind::ContextFull, "context full: n_keep {} + a chunk of {} tokens exceed n_ctx {}", opts_.n_keep,
            std::min(sc.counts[s], opts_.n_ubatch), n_ctx_);
   }
+  if (opts_.policy == ContextPolicy::Error && !kv_->fits(sc.counts)) {
+    int need = 0;
+    for (int s = 0; s < opts_.n_seq; ++s) need += kv_->blocks_to_append(s, sc.counts[s]);
+    KVBlockStats st;
+    for (const KVBlockStats& g : kv_->stats())
+      if (g.window == 0) st = g;
+    fail(ErrorKind::OutOfMemory, "KV block pool exhausted: the batch needs {} more blocks of {} tokens, {} of {} are free",
+         need, kv_->block_size(), st.free + st.cached, st.total);
+  }
 
   const size_t n_out = static_cast<size_t>(batch.n_outputs());
   if (logits_.size() < n_out * hp.n_vocab) logits_.resize(n_out * hp.n_vocab);  // grows once, then reused
@@ -187,12 +203,16 @@ void Context::run_ubatch(const Batch& batch, size_t begin, size_t end, float* lo
   for (int t = 0; t < n; ++t) {
     const int s = batch.seq[begin + t];
     sc.pos[t] = kv_->next_pos(s);
-    sc.buf.slots[t] = kv_->append(s, sc.pos[t]);
+    sc.buf.slots[t] = kv_->append(s, sc.pos[t], batch.tokens[begin + t]);
     if (batch.want_logits[begin + t]) sc.buf.out_rows[n_out++] = t;
   }
   Step step(model_.hparams(), pool_, *kv_, sc.buf, n, batch.tokens.data() + begin, sc.pos.data(),
             batch.seq.data() + begin, n_out, logits_out);
   model_.arch().forward(step);
+  std::fill(sc.counts.begin(), sc.counts.end(), 0);
+  for (size_t i = begin; i < end; ++i) sc.counts[batch.seq[i]] = 1;
+  for (int s = 0; s < opts_.n_seq; ++s)
+    if (sc.counts[s]) kv_->commit(s);
 }
 
 }  // namespace ember

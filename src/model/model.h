@@ -115,7 +115,9 @@ struct ContextOptions {
   int n_ubatch = 512;       // tokens per forward pass (a batch runs in chunks of this)
   DType k_type = DType::F16;  // F32, F16, Q8_0 or Q4_0 (-ctk)
   DType v_type = DType::F16;  // (-ctv)
-  int n_seq = 1;            // independent sequences (each has its own rings)
+  int n_seq = 1;            // independent sequences (each has its own block tables)
+  int kv_blocks = 0;        // KV pool blocks (kv/kv_cache.h) of 32 tokens; 0 = every sequence at n_ctx
+  bool prefix_cache = true; // full blocks are kept for prompts that start alike (kv_attach_prefix)
   ContextPolicy policy = ContextPolicy::Error;
   int n_keep = 0;           // tokens kept at the start under ContextPolicy::Shift
   bool print_plan = true;   // print the memory plan (weights, KV, scratch) to stderr
@@ -170,6 +172,10 @@ class Context {
   void kv_rollback(int seq, int n_tokens);     // forget the last n_tokens of seq
   int kv_next_pos(int seq) const;              // position the next token of seq gets
   int kv_n_tokens(int seq) const;              // tokens currently held for seq
+  // Gives an empty seq the cached KV blocks that hold the start of `tokens` (whole blocks,
+  // at least one token left to decode); returns how many tokens it now holds.
+  int kv_attach_prefix(int seq, std::span<const int32_t> tokens);
+  const KVCache& kv_cache() const { return *kv_; }
   int n_ctx() const { return n_ctx_; }
   int n_vocab() const;
   size_t kv_bytes_per_token() const;           // all layers, K + V, one sequence

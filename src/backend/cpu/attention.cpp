@@ -14,12 +14,18 @@
 // item (up to kMaxRunElements of each row): a cache row holds every head side by side, and
 // decoding long runs reads the ring nearly sequentially, where per-head items would read it
 // in head_dim-sized strides (measured ~2x more CPU time at depth 2048); each tile asks for
-// the next tile's rows before it computes. The ring is then
-// split across threads (flash-decoding) in fixed runs of tiles, as far as it holds keys;
-// each split leaves its (m, l, acc) and a final pass merges them. A ring with too few keys
-// to split gives the threads KV heads instead. Key tiles whose positions cannot be visible
-// to any query of the tile (future keys in prefill, keys behind the window, empty slots)
-// are skipped; tiles visible to every query skip the per-element mask.
+// the next tile's rows before it computes.
+//
+// Keys are walked in splits of kSplitTiles tiles, always the same ones: each split runs its
+// own online softmax and the splits' (m, l, acc) are folded in order (fold_split), so a
+// row's bits follow from its position and the cache alone, whatever else is in the call (a
+// verify batch, a prefill chunk of any length, other sequences' chunks in other calls). When
+// heads x query tiles leave threads idle (decode), the splits become items of their own
+// (flash-decoding) and a final pass folds their partials; otherwise an item folds its splits
+// as it goes. Key tiles whose positions cannot be visible to any query of the tile (future
+// keys in prefill, keys behind the window, empty slots) are skipped; tiles visible to every
+// query skip the per-element mask. Paged caches (KVView::blocks) place every tile inside one
+// block, so a tile's rows stay contiguous.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -67,6 +73,11 @@ void check_args(const MatView& q, const int32_t* q_pos, const KVView& kv, const 
   }
   if (kv.n_slots < 0 || (kv.n_slots > 0 && kv.slot_pos == nullptr))
     fail(ErrorKind::InvalidArgument, "attention: {} slots without slot positions", kv.n_slots);
+  if (kv.blocks && (kv.block_size <= 0 || kv.block_size % kKeyTile != 0 || kv.n_slots % kv.block_size != 0))
+    fail(ErrorKind::InvalidArgument, "attention: {} paged slots in blocks of {} (blocks must be whole key tiles of {})",
+         kv.n_slots, kv.block_size, kKeyTile);
+  if (kv.first_slot < 0 || kv.first_slot % kKeyTile != 0)
+    fail(ErrorKind::InvalidArgument, "attention: first slot {} is not on a key tile boundary", kv.first_slot);
 }
 
 }  // namespace attn
@@ -77,8 +88,7 @@ namespace {
 using attn::kKeyTile;
 using attn::kLanes;
 constexpr int kQueryRows = 32;      // query rows per work item (tokens x heads of a group)
-constexpr int kMinTilesPerSplit = 4;
-constexpr int kMaxSplits = 64;
+constexpr int kSplitTiles = 4;         // key tiles per split (fixed: see the header)
 constexpr int kMaxRunElements = 1024;  // K/V elements decoded per row per item: 128 KiB tiles (L2)
 
 // Positions held by one key tile, to skip tiles no query of a query tile can see.
@@ -99,24 +109,48 @@ struct Plan {
   int heads_kv;       // KV heads per item (1 for prefill; for decode as many as fit, fewer for a short ring)
   int tokens;         // tokens per query tile
   int64_t n_qtiles;
-  int splits;         // key splits per (KV head, query tile)
-  std::vector<KeyTileSpan> spans;  // every key tile of the ring
-  int64_t extent;                  // tiles [0, extent) hold every key the ring has
-  int64_t tiles_per_split;         // split s walks tiles [s, s + 1) * tiles_per_split
-  float* partial = nullptr;        // splits > 1: per (split, token, head): m, l, acc[head_dim]
+  int64_t tile_origin;  // the sequence's tile number of the view's tile 0 (KVView::first_slot)
+  int splits;         // key splits: split s covers the sequence's tiles [s0 + s, s0 + s + 1) * kSplitTiles
+  bool split_items;   // each split is an item of its own, leaving partials (else an item folds them all)
+  std::vector<KeyTileSpan> spans;  // every key tile of the cache
+  int64_t extent;                  // tiles [0, extent) hold every key the cache has
+  float* partial = nullptr;        // split_items: per (split, token, head): m, l, acc[head_dim]
 
-  int64_t items() const { return static_cast<int64_t>(p->n_head_kv / heads_kv) * n_qtiles * splits; }
+  int64_t items() const {
+    return static_cast<int64_t>(p->n_head_kv / heads_kv) * n_qtiles * (split_items ? splits : 1);
+  }
   size_t partial_stride() const { return static_cast<size_t>(p->head_dim) + 2; }
   float* partial_at(int split, int64_t t, int h) {
     return partial + ((static_cast<size_t>(split) * q->rows + t) * p->n_head + h) * partial_stride();
   }
 };
 
+// Folds one split's running max m, sum l and unnormalised output a into a row's total (M, L,
+// A), as the online softmax folds a tile: M' = max(M, m), A = A e^(M - M') + a e^(m - M').
+// A split with no visible key (l == 0) changes nothing; the first one is taken exactly
+// (e^-inf = 0). Out of line so that both callers (the in-item fold and the merge of split
+// items) round alike.
+[[gnu::noinline]] void fold_split(float& M, float& L, float* A, float m, float l, const float* a, int d) {
+  if (l == 0.0f) return;
+  const float M2 = std::max(M, m);
+  const float sa = std::exp(M - M2), sb = std::exp(m - M2);
+  for (int x = 0; x < d; ++x) A[x] = A[x] * sa + a[x] * sb;
+  L = L * sa + l * sb;
+  M = M2;
+}
+
+// dst = A / L, or zeros when the row saw no key.
+void normalise(float* dst, const float* A, float L, int d) {
+  const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+  for (int x = 0; x < d; ++x) dst[x] = A[x] * inv;
+}
+
 // Per-thread buffers, reused across calls (the pool's threads are persistent). The row
 // buffers have kLanes rows to spare, as a block of rows reads kLanes rows of q and kLanes
 // entries of m and l even when fewer rows are left.
 struct Scratch {
   std::vector<float> q, k, v, acc, m, l, segment;
+  std::vector<float> total_acc, total_m, total_l;  // the folded splits of each row
   std::vector<int32_t> q_pos;
   std::vector<const float*> k_rows, v_rows;  // head-major: [KV head][key of the tile]
   void reserve(int rows, int d, int heads_kv, int block) {
@@ -125,6 +159,9 @@ struct Scratch {
     };
     grow(q, static_cast<size_t>(rows + kLanes) * d);
     grow(acc, static_cast<size_t>(rows) * d);
+    grow(total_acc, static_cast<size_t>(rows) * d);
+    grow(total_m, static_cast<size_t>(rows));
+    grow(total_l, static_cast<size_t>(rows));
     grow(k, static_cast<size_t>(kKeyTile) * heads_kv * d);
     grow(v, static_cast<size_t>(kKeyTile) * heads_kv * d);
     grow(m, static_cast<size_t>(rows + kLanes));
@@ -176,14 +213,14 @@ void decode_tile(const attn::Kernels& kern, DType type, const uint8_t* rows, siz
 // elements of each row), so the next tile streams in while this one computes: decode reads
 // the ring cold (the weights went through the caches since the last token), and the
 // hardware prefetchers see only short strided runs.
-void prefetch_tile(const KVView& kv, int64_t j0, int nk, int64_t begin, int64_t n) {
+void prefetch_tile(const KVView& kv, int64_t row0, int nk, int64_t begin, int64_t n) {
   for (auto [base, row_bytes, type] : {std::tuple{static_cast<const uint8_t*>(kv.k), kv.k_row_bytes, kv.k_type},
                                        std::tuple{static_cast<const uint8_t*>(kv.v), kv.v_row_bytes, kv.v_type}}) {
     const int64_t bs = dtype_size(type).block_size;
     const size_t first = dtype_row_bytes(type, begin / bs * bs);
     const size_t last = dtype_row_bytes(type, (begin + n + bs - 1) / bs * bs);
     for (int j = 0; j < nk; ++j)
-      for (size_t off = first; off < last; off += 64) __builtin_prefetch(base + (j0 + j) * row_bytes + off, 0, 3);
+      for (size_t off = first; off < last; off += 64) __builtin_prefetch(base + (row0 + j) * row_bytes + off, 0, 3);
   }
 }
 
@@ -200,9 +237,11 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
   const KVView& kv = *plan.kv;
   const attn::Kernels& kern = *plan.kern;
   const int d = p.head_dim;
-  const int split = static_cast<int>(item % plan.splits);
-  const int64_t qtile = item / plan.splits % plan.n_qtiles;
-  const int g0 = static_cast<int>(item / plan.splits / plan.n_qtiles) * plan.heads_kv;  // first KV head
+  const int64_t per_split = plan.split_items ? plan.splits : 1;
+  const int split_first = plan.split_items ? static_cast<int>(item % plan.splits) : 0;
+  const int split_last = plan.split_items ? split_first + 1 : plan.splits;
+  const int64_t qtile = item / per_split % plan.n_qtiles;
+  const int g0 = static_cast<int>(item / per_split / plan.n_qtiles) * plan.heads_kv;  // first KV head
   const int64_t t0 = qtile * plan.tokens;
   const int nt = static_cast<int>(std::min<int64_t>(plan.tokens, plan.q->rows - t0));
   // Rows are KV-head major so each KV head's rows form one block of nt * group:
@@ -223,19 +262,32 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
     q_min = std::min(q_min, plan.q_pos[t]);
     q_max = std::max(q_max, plan.q_pos[t]);
   }
-  std::fill_n(sc.acc.begin(), static_cast<size_t>(rows) * d, 0.0f);
-  std::fill_n(sc.m.begin(), rows + kLanes, -std::numeric_limits<float>::infinity());
-  std::fill_n(sc.l.begin(), rows + kLanes, 0.0f);
+  std::fill_n(sc.total_acc.begin(), static_cast<size_t>(rows) * d, 0.0f);
+  std::fill_n(sc.total_m.begin(), rows, -std::numeric_limits<float>::infinity());
+  std::fill_n(sc.total_l.begin(), rows, 0.0f);
 
-  const int64_t tile_begin = split * plan.tiles_per_split;
-  const int64_t tile_end = std::min(plan.extent, tile_begin + plan.tiles_per_split);
+  // Split boundaries fall on the sequence's tile numbers, not the view's (tile_origin).
+  const int64_t s0 = plan.tile_origin / kSplitTiles;
+  const int64_t tile_begin = std::max<int64_t>(0, (s0 + split_first) * kSplitTiles - plan.tile_origin);
+  const int64_t tile_end = std::min(plan.extent, (s0 + split_last) * kSplitTiles - plan.tile_origin);
   const int64_t head_begin = static_cast<int64_t>(g0) * d;
   const int64_t run = static_cast<int64_t>(plan.heads_kv) * d;  // elements of each row this item reads
   auto tile_keys = [&](int64_t kt) { return static_cast<int>(std::min<int64_t>(kKeyTile, kv.n_slots - kt * kKeyTile)); };
+  auto tile_row = [&](int64_t kt) { return kv.row_of(kt * kKeyTile); };  // a tile never straddles blocks
   auto wanted = [&](int64_t kt) {
     const KeyTileSpan& span = plan.spans[kt];
     if (span.max_pos < 0 || span.min_pos > q_max) return false;
     return p.window <= 0 || static_cast<int64_t>(q_min) - span.max_pos < p.window;
+  };
+  auto reset_split = [&] {
+    std::fill_n(sc.acc.begin(), static_cast<size_t>(rows) * d, 0.0f);
+    std::fill_n(sc.m.begin(), rows + kLanes, -std::numeric_limits<float>::infinity());
+    std::fill_n(sc.l.begin(), rows + kLanes, 0.0f);
+  };
+  auto fold_rows = [&] {
+    for (int r = 0; r < rows; ++r)
+      fold_split(sc.total_m[r], sc.total_l[r], sc.total_acc.data() + static_cast<size_t>(r) * d, sc.m[r], sc.l[r],
+                 sc.acc.data() + static_cast<size_t>(r) * d, d);
   };
   attn::TileRows tr{};  // the fields every tile and block share; the loops set the rest
   tr.d = d;
@@ -246,19 +298,24 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
   const int block = lanes ? kLanes : 1;
   const auto tile = lanes ? kern.tile_rows : kern.tile_row;
   if (tile_begin < tile_end && wanted(tile_begin))
-    prefetch_tile(kv, tile_begin * kKeyTile, tile_keys(tile_begin), head_begin, run);
+    prefetch_tile(kv, tile_row(tile_begin), tile_keys(tile_begin), head_begin, run);
+  reset_split();
   for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
+    if (kt > tile_begin && (kt + plan.tile_origin) % kSplitTiles == 0) {  // a split ends: fold it, start the next
+      fold_rows();
+      reset_split();
+    }
     if (!wanted(kt)) continue;
-    if (kt + 1 < tile_end && wanted(kt + 1)) prefetch_tile(kv, (kt + 1) * kKeyTile, tile_keys(kt + 1), head_begin, run);
+    if (kt + 1 < tile_end && wanted(kt + 1)) prefetch_tile(kv, tile_row(kt + 1), tile_keys(kt + 1), head_begin, run);
     const KeyTileSpan& span = plan.spans[kt];
-    const int64_t j0 = kt * kKeyTile;
+    const int64_t row0 = tile_row(kt);
     const int nk = tile_keys(kt);
-    decode_tile(kern, kv.k_type, static_cast<const uint8_t*>(kv.k) + j0 * kv.k_row_bytes, kv.k_row_bytes, nk,
+    decode_tile(kern, kv.k_type, static_cast<const uint8_t*>(kv.k) + row0 * kv.k_row_bytes, kv.k_row_bytes, nk,
                 head_begin, plan.heads_kv, d, sc.k.data(), sc.segment.data(), sc.k_rows.data());
-    decode_tile(kern, kv.v_type, static_cast<const uint8_t*>(kv.v) + j0 * kv.v_row_bytes, kv.v_row_bytes, nk,
+    decode_tile(kern, kv.v_type, static_cast<const uint8_t*>(kv.v) + row0 * kv.v_row_bytes, kv.v_row_bytes, nk,
                 head_begin, plan.heads_kv, d, sc.v.data(), sc.segment.data(), sc.v_rows.data());
 
-    tr.k_pos = kv.slot_pos + j0;
+    tr.k_pos = kv.slot_pos + row0;
     tr.nk = nk;
     tr.all_visible = span.all_filled && span.max_pos <= q_min &&
                      (p.window <= 0 || static_cast<int64_t>(q_max) - span.min_pos < p.window);
@@ -282,42 +339,36 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
     const int64_t t = token_of(r);
     const int h = head_of(r);
     const float* a = sc.acc.data() + static_cast<size_t>(r) * d;
-    if (plan.splits == 1) {
-      float* dst = plan.out.row(t) + static_cast<int64_t>(h) * d;
-      const float inv = sc.l[r] > 0.0f ? 1.0f / sc.l[r] : 0.0f;  // no visible key: zeros
-      for (int x = 0; x < d; ++x) dst[x] = a[x] * inv;
-    } else {
-      float* part = plan.partial_at(split, t, h);
+    if (plan.split_items) {
+      float* part = plan.partial_at(split_first, t, h);
       part[0] = sc.m[r];
       part[1] = sc.l[r];
       std::memcpy(part + 2, a, static_cast<size_t>(d) * sizeof(float));
+    } else {
+      float* A = sc.total_acc.data() + static_cast<size_t>(r) * d;
+      fold_split(sc.total_m[r], sc.total_l[r], A, sc.m[r], sc.l[r], a, d);
+      normalise(plan.out.row(t) + static_cast<int64_t>(h) * d, A, sc.total_l[r], d);
     }
   }
 }
 
-// out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M), M = max_s m_s.
+// out = the splits' partials folded in split order (fold_split), then normalised.
 void merge_splits(ThreadPool& pool, Plan& plan) {
   const int d = plan.p->head_dim;
   const int64_t n = plan.q->rows * plan.p->n_head;
   pool.parallel_for(n, 16, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> A;
+    A.resize(static_cast<size_t>(d));
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / plan.p->n_head;
       const int h = static_cast<int>(i % plan.p->n_head);
-      float m = -std::numeric_limits<float>::infinity();
-      for (int s = 0; s < plan.splits; ++s) m = std::max(m, plan.partial_at(s, t, h)[0]);
-      float* dst = plan.out.row(t) + static_cast<int64_t>(h) * d;
-      std::fill_n(dst, d, 0.0f);
-      if (m == -std::numeric_limits<float>::infinity()) continue;
-      float l = 0.0f;
+      float M = -std::numeric_limits<float>::infinity(), L = 0.0f;
+      std::fill(A.begin(), A.end(), 0.0f);
       for (int s = 0; s < plan.splits; ++s) {
         const float* part = plan.partial_at(s, t, h);
-        if (part[1] == 0.0f) continue;
-        const float w = std::exp(part[0] - m);
-        l += part[1] * w;
-        for (int x = 0; x < d; ++x) dst[x] += part[2 + x] * w;
+        fold_split(M, L, A.data(), part[0], part[1], part + 2, d);
       }
-      const float inv = 1.0f / l;
-      for (int x = 0; x < d; ++x) dst[x] *= inv;
+      normalise(plan.out.row(t) + static_cast<int64_t>(h) * d, A.data(), L, d);
     }
   });
 }
@@ -343,7 +394,7 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   plan.extent = 0;
   for (int64_t j = 0; j < kv.n_slots; ++j) {
     KeyTileSpan& span = plan.spans[j / kKeyTile];
-    const int32_t pos = kv.slot_pos[j];
+    const int32_t pos = kv.slot_pos[kv.row_of(j)];
     if (pos < 0) {
       span.all_filled = false;
       continue;
@@ -352,23 +403,16 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
     span.max_pos = std::max(span.max_pos, pos);
     plan.extent = j / kKeyTile + 1;
   }
+  plan.tile_origin = kv.first_slot / kKeyTile;
+  const int64_t s0 = plan.tile_origin / kSplitTiles, s_end = (plan.tile_origin + plan.extent + kSplitTiles - 1) / kSplitTiles;
+  plan.splits = static_cast<int>(std::max<int64_t>(1, s_end - s0));
 
-  // Enough items to keep every thread busy: split the ring when heads x query tiles is few.
-  // A split covers a fixed run of tiles (set by the ring's size, not by how full it is), so
-  // a key meets the same split and order whether its query comes alone or in a verify
-  // batch with later tokens: speculative decoding's batch then gives bitwise the logits of
-  // single steps. Early in a large ring only the first splits exist, so the keys there are
-  // split rather than one split holding them all.
+  // Enough items to keep every thread busy: when heads x query tiles are few, each split
+  // becomes an item (the rows' bits are the same either way, see fold_split).
   const int64_t base_items = static_cast<int64_t>(p.n_head_kv / plan.heads_kv) * plan.n_qtiles;
   const int64_t want_items = pool.size() > 1 ? 4 * static_cast<int64_t>(pool.size()) : 1;
-  plan.splits = 1;
-  plan.tiles_per_split = std::max<int64_t>(1, plan.extent);
-  if (base_items < want_items) {
-    const int64_t ring_tiles = static_cast<int64_t>(plan.spans.size());
-    plan.tiles_per_split = std::max<int64_t>(kMinTilesPerSplit, (ring_tiles + kMaxSplits - 1) / kMaxSplits);
-    plan.splits = static_cast<int>(std::max<int64_t>(1, (plan.extent + plan.tiles_per_split - 1) / plan.tiles_per_split));
-  }
-  // A ring too short to split among the threads: give them KV heads instead (a short ring
+  plan.split_items = base_items < want_items && plan.splits > 1;
+  // A cache too short to split among the threads: give them KV heads instead (a short cache
   // is cache-resident, so the strided reads this costs at depth do not matter here).
   while (plan.items() < pool.size() && plan.heads_kv > 1) {
     int h = plan.heads_kv - 1;
@@ -376,7 +420,7 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
     plan.heads_kv = h;
   }
   thread_local std::vector<float> partial;  // reused: decode calls this once per layer per token
-  if (plan.splits > 1) {
+  if (plan.split_items) {
     partial.resize(static_cast<size_t>(plan.splits) * q.rows * p.n_head * plan.partial_stride());
     plan.partial = partial.data();
   }
@@ -389,7 +433,7 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
          item = next.fetch_add(1, std::memory_order_relaxed))
       run_item(plan, item, scratch);
   });
-  if (plan.splits > 1) merge_splits(pool, plan);
+  if (plan.split_items) merge_splits(pool, plan);
 }
 
 }  // namespace ops

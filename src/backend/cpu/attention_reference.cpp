@@ -20,8 +20,9 @@ void attention(const MatView& q, const int32_t* q_pos, const KVView& kv, const A
   const int64_t row = static_cast<int64_t>(p.n_head_kv) * d;
   std::vector<float> k(static_cast<size_t>(kv.n_slots * row)), v(k.size());
   for (int64_t j = 0; j < kv.n_slots; ++j) {
-    dequantize_row(kv.k_type, static_cast<const uint8_t*>(kv.k) + j * kv.k_row_bytes, k.data() + j * row, row);
-    dequantize_row(kv.v_type, static_cast<const uint8_t*>(kv.v) + j * kv.v_row_bytes, v.data() + j * row, row);
+    const int64_t r = kv.row_of(j);
+    dequantize_row(kv.k_type, static_cast<const uint8_t*>(kv.k) + r * kv.k_row_bytes, k.data() + j * row, row);
+    dequantize_row(kv.v_type, static_cast<const uint8_t*>(kv.v) + r * kv.v_row_bytes, v.data() + j * row, row);
   }
   const int group = p.n_head / p.n_head_kv;
   std::vector<double> s(static_cast<size_t>(kv.n_slots));
@@ -33,7 +34,7 @@ void attention(const MatView& q, const int32_t* q_pos, const KVView& kv, const A
       double max = -INFINITY;
       for (int64_t j = 0; j < kv.n_slots; ++j) {
         s[j] = -INFINITY;
-        if (!attn::key_visible(q_pos[t], kv.slot_pos[j], p.window)) continue;
+        if (!attn::key_visible(q_pos[t], kv.slot_pos[kv.row_of(j)], p.window)) continue;
         double dot = 0.0;
         for (int i = 0; i < d; ++i) dot += static_cast<double>(qrow[h * d + i]) * k[j * row + g * d + i];
         s[j] = dot * p.scale;
