@@ -1,0 +1,233 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "kv/kv_cache.h"
+#include "util/error.h"
+
+namespace ember {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return "stop";
+    case FinishReason::Length: return "length";
+    case FinishReason::Cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+struct Scheduler::Sequence {
+  Sequence(int id_, SequenceRequest&& r, int n_ctx)
+      : id(id_), tokens(std::move(r.prompt)), n_prompt(tokens.size()), max_tokens(r.max_tokens),
+        stop(std::move(r.stop_tokens)), sampler(r.sampling, n_ctx) {
+    for (int32_t t : tokens) sampler.accept(t);
+  }
+  int id;
+  int slot = -1;
+  int64_t admission = 0;          // order of admission: preemption takes the largest
+  std::vector<int32_t> tokens;    // prompt, then generated
+  size_t n_prompt;
+  int n_computed = 0;             // tokens in the KV cache
+  int max_tokens;
+  std::vector<int32_t> stop;
+  SamplerChain sampler;
+  int remaining() const { return static_cast<int>(tokens.size()) - n_computed; }
+  bool decoding() const { return tokens.size() > n_prompt && remaining() == 1; }
+};
+
+Scheduler::Scheduler(Context& ctx, const SchedulerOptions& options, Events events)
+    : ctx_(ctx), opts_(options), events_(std::move(events)) {
+  const int n_seq = ctx.options().n_seq;
+  if (opts_.max_sequences <= 0) opts_.max_sequences = n_seq;
+  if (opts_.max_sequences > n_seq)
+    fail(ErrorKind::InvalidArgument, "{} parallel sequences need a context of as many sequences, it has {}",
+         opts_.max_sequences, n_seq);
+  if (opts_.batch_tokens <= 0) opts_.batch_tokens = ctx.options().n_batch;
+  opts_.batch_tokens = std::min(opts_.batch_tokens, ctx.options().n_batch);
+  if (ctx.options().policy != ContextPolicy::Error)
+    fail(ErrorKind::InvalidArgument, "the scheduler preempts sequences instead of shifting their context");
+  for (int s = n_seq - 1; s >= 0; --s) free_slots_.push_back(s);
+  need_.assign(n_seq, 0);
+}
+
+Scheduler::~Scheduler() {
+  for (const auto& s : running_) ctx_.kv_clear(s->slot);
+}
+
+int Scheduler::submit(SequenceRequest request) {
+  if (request.prompt.empty()) fail(ErrorKind::InvalidArgument, "empty prompt");
+  const size_t n_ctx = static_cast<size_t>(ctx_.n_ctx());
+  const size_t longest = request.prompt.size() + static_cast<size_t>(std::max(1, request.max_tokens));
+  if (request.prompt.size() >= n_ctx || (request.max_tokens > 0 && longest > n_ctx))
+    fail(ErrorKind::ContextFull, "prompt of {} tokens + max_tokens {} exceed the context of {}", request.prompt.size(),
+         request.max_tokens, n_ctx);
+  const KVCache& kv = ctx_.kv_cache();
+  int pool_blocks = 0;
+  for (const KVBlockStats& g : kv.stats())
+    if (g.window == 0) pool_blocks = g.total;
+  const size_t blocks = (longest + kv.block_size() - 1) / kv.block_size();
+  if (pool_blocks > 0 && blocks > static_cast<size_t>(pool_blocks))
+    fail(ErrorKind::OutOfMemory, "a request of {} tokens needs {} KV blocks of {} tokens, the pool has {}", longest,
+         blocks, kv.block_size(), pool_blocks);
+  validate(request.sampling);
+  stats_.prompt_tokens += static_cast<int64_t>(request.prompt.size());
+  waiting_.push_back(std::make_unique<Sequence>(next_id_, std::move(request), ctx_.n_ctx()));
+  return next_id_++;
+}
+
+void Scheduler::cancel(int id) { cancelled_.push_back(id); }
+
+void Scheduler::finish(Sequence& s, FinishReason reason) {
+  if (s.slot >= 0) {
+    ctx_.kv_clear(s.slot);  // published full blocks stay in the prefix cache
+    free_slots_.push_back(s.slot);
+    s.slot = -1;
+  }
+  if (events_.on_finish) events_.on_finish(s.id, reason);
+}
+
+void Scheduler::retire_cancelled() {
+  for (int id : cancelled_) {
+    auto matches = [&](const std::unique_ptr<Sequence>& s) { return s->id == id; };
+    if (auto it = std::find_if(waiting_.begin(), waiting_.end(), matches); it != waiting_.end()) {
+      finish(**it, FinishReason::Cancelled);
+      waiting_.erase(it);
+    } else if (auto jt = std::find_if(running_.begin(), running_.end(), matches); jt != running_.end()) {
+      finish(**jt, FinishReason::Cancelled);
+      running_.erase(jt);
+    }
+  }
+  cancelled_.clear();
+}
+
+// Admits waiting sequences in order while slots are free and the pool has room for all
+// their tokens (or nothing runs, so the first one always gets its chance).
+void Scheduler::admit() {
+  while (!waiting_.empty() && !free_slots_.empty() && static_cast<int>(running_.size()) < opts_.max_sequences) {
+    Sequence& s = *waiting_.front();
+    std::fill(need_.begin(), need_.end(), 0);
+    need_[free_slots_.back()] = static_cast<int>(s.tokens.size());
+    if (!running_.empty() && !ctx_.kv_cache().fits(need_)) break;
+    s.slot = free_slots_.back();
+    free_slots_.pop_back();
+    s.admission = next_admission_++;
+    s.n_computed = ctx_.kv_attach_prefix(s.slot, s.tokens);
+    stats_.cached_tokens += s.n_computed;
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+// Frees the sequence's blocks and queues it first, to be recomputed from its tokens.
+void Scheduler::preempt(Sequence& s) {
+  ctx_.kv_clear(s.slot);
+  free_slots_.push_back(s.slot);
+  s.slot = -1;
+  s.n_computed = 0;
+  stats_.preemptions += 1;
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &s; });
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
+}
+
+// Decodes first (oldest first; when the pool has no block for one, the newest sequence is
+// preempted, possibly this one), then prompt chunks in the budget that is left, each cut
+// to what the pool holds.
+std::vector<Scheduler::Chunk> Scheduler::plan_batch() {
+  std::vector<Chunk> plan;
+  std::fill(need_.begin(), need_.end(), 0);
+  int budget = opts_.batch_tokens;
+  const KVCache& kv = ctx_.kv_cache();
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence& s = *running_[i];
+    if (!s.decoding()) continue;
+    need_[s.slot] = 1;
+    while (!kv.fits(need_)) {
+      Sequence& newest = *running_.back();
+      need_[s.slot] = 0;
+      if (&newest == &s && plan.empty() && running_.size() == 1) {  // alone and the pool is full
+        finish(s, FinishReason::Length);
+        running_.pop_back();
+        return plan;
+      }
+      preempt(newest);
+      if (&newest == &s) break;
+      need_[s.slot] = 1;
+    }
+    if (i >= running_.size() || running_[i].get() != &s) break;  // s itself was preempted
+    plan.push_back(Chunk{&s, 1});
+    budget -= 1;
+  }
+  for (const auto& sp : running_) {
+    Sequence& s = *sp;
+    if (budget <= 0) break;
+    if (s.decoding()) continue;
+    int lo = 0, hi = std::min(s.remaining(), budget);  // the longest chunk the pool holds
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      need_[s.slot] = mid;
+      if (kv.fits(need_)) lo = mid; else hi = mid - 1;
+    }
+    need_[s.slot] = lo;
+    if (lo == 0) continue;
+    plan.push_back(Chunk{&s, lo});
+    budget -= lo;
+  }
+  return plan;
+}
+
+void Scheduler::sample(Sequence& s, std::span<const float> logits) {
+  const int32_t token = s.sampler.sample(logits);
+  stats_.generated_tokens += 1;
+  if (std::find(s.stop.begin(), s.stop.end(), token) != s.stop.end()) {
+    finish(s, FinishReason::Stop);
+    return;
+  }
+  s.tokens.push_back(token);
+  if (events_.on_token) events_.on_token(s.id, token);
+  const int generated = static_cast<int>(s.tokens.size() - s.n_prompt);
+  if ((s.max_tokens >= 0 && generated >= s.max_tokens) || s.tokens.size() >= static_cast<size_t>(ctx_.n_ctx()))
+    finish(s, FinishReason::Length);
+}
+
+bool Scheduler::step() {
+  retire_cancelled();
+  admit();
+  if (running_.empty()) return !waiting_.empty();
+  std::vector<Chunk> plan = plan_batch();
+  // Prompts that all wait for blocks held by each other: the newest gives way, and a
+  // sequence alone that the pool cannot grow any further ends.
+  while (plan.empty() && !running_.empty()) {
+    if (running_.size() == 1) {
+      finish(*running_.back(), FinishReason::Length);
+      running_.pop_back();
+      return true;
+    }
+    preempt(*running_.back());
+    plan = plan_batch();
+  }
+  if (plan.empty()) return !idle();
+  batch_.clear();
+  for (const Chunk& c : plan)
+    for (int i = 0; i < c.n; ++i) {
+      const int at = c.seq->n_computed + i;
+      batch_.add(c.seq->tokens[at], at, c.seq->slot, at + 1 == static_cast<int>(c.seq->tokens.size()));
+    }
+  const std::span<const float> logits = ctx_.decode(batch_);
+  stats_.steps += 1;
+  stats_.batch_tokens += static_cast<int64_t>(batch_.size());
+  const size_t n_vocab = static_cast<size_t>(ctx_.n_vocab());
+  size_t row = 0;
+  std::vector<Sequence*> done;
+  for (const Chunk& c : plan) {
+    Sequence& s = *c.seq;
+    s.n_computed += c.n;
+    if (s.remaining() != 0) continue;
+    sample(s, logits.subspan(row++ * n_vocab, n_vocab));
+    if (s.slot < 0) done.push_back(&s);
+  }
+  std::erase_if(running_, [&](const auto& s) { return std::find(done.begin(), done.end(), s.get()) != done.end(); });
+  return true;
+}
+
+}  // namespace ember

@@ -1,0 +1,103 @@
+// The iteration-level scheduler (continuous batching) over one Context of n_seq sequence
+// slots and its KV block pool. Each step() builds one batch: the next token of every
+// running sequence plus chunks of the prompts still being computed, oldest sequence first,
+// under a token budget (chunked prefill: a long prompt never stalls running decodes).
+// Finished sequences leave and waiting ones enter at the next step. When the pool has no
+// block for a sequence's tokens, the most recently admitted sequence is preempted: its
+// blocks go back (its full blocks stay in the prefix cache) and it waits at the front of
+// the queue, to be recomputed from its tokens; its sampler keeps its state, and since a
+// token's logits do not depend on the batch around it, its output is unchanged.
+// A new sequence first takes the prefix cache's blocks for the start of its tokens.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "model/model.h"
+#include "sampling/params.h"
+#include "sampling/sampler_chain.h"
+
+namespace ember {
+
+struct SequenceRequest {
+  std::vector<int32_t> prompt;       // at least one token
+  SamplingParams sampling;           // its own seed, penalties, temperature ...
+  int max_tokens = -1;               // generated tokens at most; < 0: until a stop token or the context ends
+  std::vector<int32_t> stop_tokens;  // end generation (not emitted): the tokenizer's end-of-generation ids
+};
+
+enum class FinishReason { Stop, Length, Cancelled };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled"
+
+struct SchedulerOptions {
+  int max_sequences = 0;  // running at once (-np); 0 = the context's n_seq
+  int batch_tokens = 0;   // tokens per step (--batch-tokens); 0 = the context's n_batch
+};
+
+struct SchedulerStats {
+  int64_t steps = 0;
+  int64_t batch_tokens = 0;       // tokens decoded in all steps (prompt chunks + generated)
+  int64_t prompt_tokens = 0;      // of submitted prompts
+  int64_t cached_tokens = 0;      // of them (and of recomputations) found in the prefix cache
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+};
+
+class Scheduler {
+ public:
+  // on_token(id, token) for every generated token but stop tokens; on_finish(id, reason)
+  // once per sequence, after which its id is forgotten.
+  struct Events {
+    std::function<void(int id, int32_t token)> on_token;
+    std::function<void(int id, FinishReason reason)> on_finish;
+  };
+  Scheduler(Context& ctx, const SchedulerOptions& options, Events events);
+  ~Scheduler();
+
+  // Queues a sequence and returns its id. Throws InvalidArgument for an empty prompt,
+  // ContextFull when prompt (+ max_tokens) exceeds n_ctx, OutOfMemory when it could not fit
+  // the block pool even alone (both with the counts).
+  int submit(SequenceRequest request);
+  // Ends a sequence at the next step (its blocks go back then); unknown ids are ignored.
+  void cancel(int id);
+
+  // One iteration: admit, build the batch, decode, sample, retire. Returns false when there
+  // was nothing to do.
+  bool step();
+  void run() { while (step()) {} }
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  size_t n_running() const { return running_.size(); }
+  size_t n_waiting() const { return waiting_.size(); }
+  const SchedulerStats& stats() const { return stats_; }
+
+ private:
+  struct Sequence;
+  struct Chunk {
+    Sequence* seq;
+    int n;  // tokens of this step, from seq->n_computed on
+  };
+  void retire_cancelled();
+  void admit();
+  std::vector<Chunk> plan_batch();
+  bool make_room(std::vector<Chunk>& planned, Sequence& s, int& n);
+  void preempt(Sequence& s);
+  void finish(Sequence& s, FinishReason reason);
+  void sample(Sequence& s, std::span<const float> logits);
+
+  Context& ctx_;
+  SchedulerOptions opts_;
+  Events events_;
+  int next_id_ = 0;
+  int64_t next_admission_ = 0;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
+  std::vector<int> free_slots_;
+  std::vector<int> cancelled_;
+  std::vector<int> need_;                            // per slot: tokens planned this step
+  Batch batch_;
+  SchedulerStats stats_;
+};
+
+}  // namespace ember
