@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "cli/llama_flags.h"
 #include "cli/generation_flags.h"
 #include "eval/bench.h"
+#include "eval/bench_batched.h"
 #include "eval/bench_report.h"
 #include "eval/bench_speculative.h"
 #include "sampling/sampler_chain.h"
@@ -52,7 +54,24 @@ struct BenchArgs {
   bool no_repack = false;
   DraftOptions draft;       // --draft / --draft-ngram: the speculative rows
   std::string prompt_file;  // -f: their prompt
+  std::string parallel;     // -np 1,4,8,16: the concurrency table instead (eval/bench_batched.h)
 };
+
+std::vector<int> parse_parallel_list(const std::string& list) {
+  std::vector<int> out;
+  size_t at = 0;
+  while (at <= list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    int n = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (ec != std::errc() || end != item.data() + item.size() || n < 1 || n > 256)
+      fail(ErrorKind::InvalidArgument, "-np {}: expected a comma-separated list of 1..256", list);
+    out.push_back(n);
+    at = comma + 1;
+  }
+  return out;
+}
 
 eval::BenchModelInfo describe_model(const Model& model, const std::string& path) {
   eval::BenchModelInfo info;
@@ -146,6 +165,19 @@ int run_bench(BenchArgs& a) {
   co.v_type = parse_kv_type(a.ctv, "-ctv");
   co.print_plan = false;
   ThreadPool pool(n_threads);
+  if (!a.parallel.empty()) {
+    if (a.n_prompt < 1 || a.n_gen < 1) fail(ErrorKind::InvalidArgument, "-np needs -p and -n of at least 1");
+    std::vector<eval::BatchedRow> rows;
+    for (int n_seq : parse_parallel_list(a.parallel)) {
+      fmt::print(stderr, "bench: {} sequences x pp{} + tg{} ({} runs, {} threads)\n", n_seq, a.n_prompt, a.n_gen, a.reps,
+                 n_threads);
+      rows.push_back(eval::run_batched(*model, pool, co, n_seq, a.n_prompt, a.n_gen, a.reps, 1234));
+    }
+    fmt::print(stderr, "bench: workload, static against continuous batching\n");
+    const eval::WorkloadRow w = eval::run_workload(*model, pool, co, rows.back().n_seq, a.n_prompt, a.n_gen, 99);
+    fmt::print("{}", eval::format_batched_markdown(rows, w));
+    return 0;
+  }
   Context ctx(*model, co, pool);
 
   eval::BenchOptions bo;
@@ -206,6 +238,9 @@ void add_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", args->reps, "timed runs per test")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "threads (0: physical cores)");
   add_no_repack_flag(cmd, args->no_repack);
+  cmd->add_option("--parallel", args->parallel,
+                  "-np 1,4,8,16: aggregate decode t/s and inter-token latency at each concurrency (-p, -n per "
+                  "sequence), and static against continuous batching");
   cmd->add_option("-d,--n-depth", args->n_depth, "tokens in the KV cache before each test")->capture_default_str();
   cmd->add_option("-b,--batch-size", args->n_batch, "tokens per decode call")->capture_default_str();
   cmd->add_option("--ubatch-size", args->n_ubatch, "tokens per forward pass")->capture_default_str();

@@ -18,6 +18,7 @@ std::string version_string();
 void add_inspect(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_run(CLI::App& app);
+void add_batch(CLI::App& app);
 void add_chat(CLI::App& app);
 void add_perplexity(CLI::App& app);
 void add_bench(CLI::App& app);

@@ -13,6 +13,7 @@ constexpr std::pair<std::string_view, std::string_view> kLongForms[] = {
     {"-ctv", "--cache-type-v"},
     {"-ub", "--ubatch-size"},
     {"-nr", "--no-repack"},
+    {"-np", "--parallel"},
 };
 }  // namespace
 

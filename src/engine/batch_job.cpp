@@ -1,0 +1,131 @@
+#include "engine/batch_job.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace ember {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One request's text as tokens arrive: pieces through a streaming decoder, cut at the
+// first stop string (which is not kept).
+struct TextAssembly {
+  TextAssembly(const Tokenizer& tok, std::vector<std::string> stops) : decoder(tok), stop(std::move(stops)) {}
+  StreamingDecoder decoder;
+  std::vector<std::string> stop;
+  std::string text;
+  bool stopped = false;
+
+  void push(std::string piece) {
+    if (stopped) return;
+    const size_t old = text.size();
+    text += piece;
+    for (const std::string& s : stop) {
+      const size_t from = old >= s.size() ? old - s.size() + 1 : 0;
+      if (const size_t at = text.find(s, from); at != std::string::npos) {
+        text.resize(at);
+        stopped = true;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+double percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(p * sorted.size()));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const std::vector<CompletionRequest>& requests,
+                                       const SchedulerOptions& options, BatchSummary& summary,
+                                       const std::function<void(int, int)>& on_progress) {
+  const int n = static_cast<int>(requests.size());
+  std::vector<BatchResult> results(n);
+  std::vector<TextAssembly> texts;
+  texts.reserve(n);
+  std::vector<Clock::time_point> last(n);
+  const Clock::time_point start = Clock::now();
+  auto ms_since = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  int done = 0;
+  std::vector<int> index_of;  // scheduler id -> request index
+  Scheduler* sched_ptr = nullptr;
+  Scheduler sched(ctx, options,
+                  Scheduler::Events{[&](int id, int32_t token) {
+                                      const int i = index_of[id];
+                                      BatchResult& r = results[i];
+                                      const Clock::time_point now = Clock::now();
+                                      if (r.completion_tokens == 0) r.ttft_ms = ms_since(start, now);
+                                      else r.itl_ms.push_back(ms_since(last[i], now));
+                                      last[i] = now;
+                                      r.total_ms = ms_since(start, now);
+                                      r.completion_tokens += 1;
+                                      texts[i].push(texts[i].decoder.push(token));
+                                      if (texts[i].stopped) sched_ptr->cancel(id);
+                                    },
+                                    [&](int id, FinishReason reason) {
+                                      const int i = index_of[id];
+                                      texts[i].push(texts[i].decoder.flush());
+                                      results[i].text = texts[i].text;
+                                      const bool stopped = texts[i].stopped || reason == FinishReason::Stop;
+                                      results[i].finish_reason = stopped ? "stop" : finish_reason_name(reason);
+                                      if (on_progress) on_progress(++done, n);
+                                    }});
+  sched_ptr = &sched;
+  for (int i = 0; i < n; ++i) {
+    texts.emplace_back(tok, requests[i].stop);
+    const CompletionRequest& req = requests[i];
+    SequenceRequest s;
+    s.prompt = tok.encode(req.prompt, /*add_special=*/true, /*parse_special=*/true);
+    s.sampling = req.sampling;
+    s.max_tokens = req.max_tokens;
+    s.stop_tokens = tok.eog_ids();
+    results[i].prompt_tokens = static_cast<int>(s.prompt.size());
+    try {
+      index_of.push_back(i);
+      sched.submit(std::move(s));
+    } catch (const Error& e) {
+      fail(e.kind(), "request {}: {}", i, e.what());
+    }
+  }
+  sched.run();
+  summary.wall_ms = ms_since(start, Clock::now());
+  summary.requests = n;
+  const SchedulerStats& st = sched.stats();
+  summary.prompt_tokens = st.prompt_tokens;
+  summary.cached_tokens = st.cached_tokens;
+  summary.preemptions = st.preemptions;
+  summary.steps = st.steps;
+  for (const BatchResult& r : results) {
+    summary.generated_tokens += r.completion_tokens;
+    if (r.completion_tokens > 0) summary.ttft_ms.push_back(r.ttft_ms);
+    summary.itl_ms.insert(summary.itl_ms.end(), r.itl_ms.begin(), r.itl_ms.end());
+  }
+  std::sort(summary.ttft_ms.begin(), summary.ttft_ms.end());
+  std::sort(summary.itl_ms.begin(), summary.itl_ms.end());
+  return results;
+}
+
+std::string format_batch_summary(const BatchSummary& s) {
+  const double secs = s.wall_ms / 1000.0;
+  auto pcts = [](const std::vector<double>& v) {
+    return fmt::format("p50 {:.1f}  p90 {:.1f}  p99 {:.1f} ms", percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0.99));
+  };
+  return fmt::format(
+      "batch: {} requests in {:.2f} s: {:.2f} requests/s, {:.1f} generated tokens/s ({} generated, {} prompt tokens, "
+      "{} from the prefix cache), {} steps, {} preemptions\n"
+      "TTFT: {}\nITL:  {}\n",
+      s.requests, secs, secs > 0 ? s.requests / secs : 0.0, secs > 0 ? s.generated_tokens / secs : 0.0,
+      s.generated_tokens, s.prompt_tokens, s.cached_tokens, s.steps, s.preemptions, pcts(s.ttft_ms), pcts(s.itl_ms));
+}
+
+}  // namespace ember

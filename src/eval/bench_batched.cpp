@@ -1,0 +1,112 @@
+#include "eval/bench_batched.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "engine/scheduler.h"
+#include "eval/bench.h"
+
+namespace ember::eval {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+double BatchedRow::tg_ts() const { return n_seq * static_cast<double>(ntg) / median(tg_s); }
+double BatchedRow::itl_ms() const { return 1000.0 * median(tg_s) / ntg; }
+double BatchedRow::pp_ts() const { return n_seq * static_cast<double>(npp) / median(pp_s); }
+
+BatchedRow run_batched(const Model& model, ThreadPool& pool, ContextOptions co, int n_seq, int npp, int ntg, int reps,
+                       uint32_t seed) {
+  co.n_seq = n_seq;
+  co.n_ctx = npp + ntg;
+  co.n_batch = std::max({co.n_batch, npp, n_seq});
+  co.print_plan = false;
+  Context ctx(model, co, pool);
+  const int n_vocab = ctx.n_vocab();
+  BatchedRow row{n_seq, npp, ntg, {}, {}};
+  std::mt19937 rng(seed);
+  Batch b;
+  for (int run = -1; run < reps; ++run) {  // run -1: warm-up
+    ctx.kv_clear();
+    Clock::time_point t0 = Clock::now();
+    for (int s = 0; s < n_seq; ++s) {
+      b.clear();
+      for (int i = 0; i < npp; ++i) b.add(static_cast<int32_t>(rng() % n_vocab), -1, s, i + 1 == npp);
+      ctx.decode(b);
+    }
+    const double pp = seconds_since(t0);
+    t0 = Clock::now();
+    for (int step = 0; step < ntg; ++step) {
+      b.clear();
+      for (int s = 0; s < n_seq; ++s) b.add(static_cast<int32_t>(rng() % n_vocab), -1, s, true);
+      ctx.decode(b);
+    }
+    if (run < 0) continue;
+    row.pp_s.push_back(pp);
+    row.tg_s.push_back(seconds_since(t0));
+  }
+  return row;
+}
+
+WorkloadRow run_workload(const Model& model, ThreadPool& pool, ContextOptions co, int n_seq, int npp, int ntg,
+                         uint32_t seed) {
+  co.n_seq = n_seq;
+  co.n_ctx = npp + ntg;
+  co.n_batch = std::max(co.n_batch, npp);
+  co.prefix_cache = false;
+  co.print_plan = false;
+  Context ctx(model, co, pool);
+  std::mt19937 rng(seed);
+  std::vector<SequenceRequest> reqs(4 * static_cast<size_t>(n_seq));
+  WorkloadRow row{n_seq, static_cast<int>(reqs.size()), 0, 0, 0};
+  for (SequenceRequest& r : reqs) {
+    const int np = 16 + static_cast<int>(rng() % std::max(1, npp - 15));
+    for (int i = 0; i < np; ++i) r.prompt.push_back(static_cast<int32_t>(rng() % ctx.n_vocab()));
+    r.max_tokens = 8 + static_cast<int>(rng() % std::max(1, ntg - 7));
+    r.sampling.temperature = 0.0f;
+    row.generated += r.max_tokens;
+  }
+  auto run = [&](size_t begin, size_t end) {
+    Scheduler sched(ctx, SchedulerOptions{n_seq, 0}, Scheduler::Events{});
+    for (size_t i = begin; i < end; ++i) sched.submit(reqs[i]);
+    sched.run();
+  };
+  Clock::time_point t0 = Clock::now();
+  for (size_t g = 0; g < reqs.size(); g += n_seq) run(g, std::min(reqs.size(), g + n_seq));
+  row.static_s = seconds_since(t0);
+  t0 = Clock::now();
+  run(0, reqs.size());
+  row.continuous_s = seconds_since(t0);
+  return row;
+}
+
+std::string format_batched_markdown(const std::vector<BatchedRow>& rows, const WorkloadRow& w) {
+  std::string out = "| n_seq | pp | tg | prompt t/s | decode t/s (all sequences) | x single | ITL ms |\n"
+                    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  const double base = rows.empty() ? 0 : rows.front().tg_ts() / rows.front().n_seq;
+  for (const BatchedRow& r : rows)
+    out += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:.2f} | {:.1f} |\n", r.n_seq, r.npp, r.ntg, r.pp_ts(), r.tg_ts(),
+                       base > 0 ? r.tg_ts() / base : 0.0, r.itl_ms());
+  out += fmt::format(
+      "\nworkload: {} requests of mixed lengths at {} sequences, {} generated tokens: static batching {:.2f} s "
+      "({:.1f} t/s), continuous batching {:.2f} s ({:.1f} t/s), {:.2f}x\n",
+      w.n_requests, w.n_seq, w.generated, w.static_s, w.generated / w.static_s, w.continuous_s,
+      w.generated / w.continuous_s, w.static_s / w.continuous_s);
+  return out;
+}
+
+}  // namespace ember::eval

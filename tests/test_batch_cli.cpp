@@ -1,0 +1,105 @@
+// `ember batch` end to end on the real aidreams260K checkpoint: results in input order, each
+// request's text exactly what `ember run` gives it alone (greedy and seeded, at -np 4 with
+// chunked prefill), stop strings, OpenAI field errors naming the line, exit code 2.
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "cli_test_util.h"
+#include "util/json.h"
+
+using namespace ember;
+using namespace ember::test;
+
+namespace {
+
+std::string write_file(const TempDir& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir.file(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+// `ember run` alone: the continuation only.
+std::string run_alone(const std::string& prompt, int n, const std::vector<std::string>& sampling) {
+  std::vector<std::string> args{"run", "-m", aidreams_gguf(), "-p", prompt, "-n", std::to_string(n), "--no-echo"};
+  args.insert(args.end(), sampling.begin(), sampling.end());
+  const ProcessResult r = run_ember(args);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(!r.out.empty());
+  return r.out.substr(0, r.out.size() - 1);  // run ends the text with a newline
+}
+
+std::vector<json::Value> result_lines(const std::string& out) {
+  std::vector<json::Value> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line, "batch output"));
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("batch gives every request what run gives it alone, in input order") {
+  TempDir dir("batch");
+  const std::string prompts[] = {"The", "Once upon a time", "In the quiet of the night the stars", "A"};
+  std::string jsonl;
+  for (int i = 0; i < 4; ++i) {
+    const bool seeded = i % 2 == 1;
+    jsonl += "{\"prompt\": " + json::quote(prompts[i]) + ", \"max_tokens\": " + std::to_string(10 + 5 * i) +
+             (seeded ? ", \"temperature\": 0.9, \"seed\": " + std::to_string(40 + i) : ", \"temperature\": 0") + "}\n";
+  }
+  const std::string path = write_file(dir, "requests.jsonl", jsonl);
+  const ProcessResult r = run_ember({"batch", "-m", aidreams_gguf(), "-f", path, "-np", "4", "--batch-tokens", "5"});
+  REQUIRE(r.exit_code == 0);
+  const std::vector<json::Value> lines = result_lines(r.out);
+  REQUIRE(lines.size() == 4);
+  for (int i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    const bool seeded = i % 2 == 1;
+    const std::string want = run_alone(prompts[i], 10 + 5 * i,
+                                       seeded ? std::vector<std::string>{"--temp", "0.9", "-s", std::to_string(40 + i)}
+                                              : std::vector<std::string>{"--temp", "0"});
+    CHECK(lines[i].at("index").as_int() == i);
+    CHECK(lines[i].at("text").as_string() == want);
+    CHECK(lines[i].at("completion_tokens").as_int() == 10 + 5 * i);
+    CHECK(lines[i].at("finish_reason").as_string() == "length");
+  }
+  CHECK(r.err.find("requests/s") != std::string::npos);
+  CHECK(r.err.find("TTFT: p50") != std::string::npos);
+}
+
+TEST_CASE("batch stop strings end a text before them") {
+  TempDir dir("batch-stop");
+  const std::string full = run_alone("The", 20, {"--temp", "0"});
+  REQUIRE(full.size() > 12);
+  const std::string stop = full.substr(8, 4);
+  const std::string path = write_file(dir, "r.jsonl", "{\"prompt\": \"The\", \"max_tokens\": 20, \"temperature\": 0, \"stop\": " +
+                                                          json::quote(stop) + "}\n");
+  const ProcessResult r = run_ember({"batch", "-m", aidreams_gguf(), "-f", path});
+  REQUIRE(r.exit_code == 0);
+  const std::vector<json::Value> lines = result_lines(r.out);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].at("text").as_string() == full.substr(0, full.find(stop)));
+  CHECK(lines[0].at("finish_reason").as_string() == "stop");
+}
+
+TEST_CASE("batch refuses a bad request line naming it, with exit code 2") {
+  TempDir dir("batch-bad");
+  const std::pair<std::string, std::string> cases[] = {
+      {"{\"prompt\": 3}", "'prompt' must be a non-empty string"},
+      {"{\"prompt\": \"a\", \"temperature\": \"hot\"}", "'temperature' must be a number"},
+      {"{\"prompt\": \"a\", \"max_tokens\": -4}", "'max_tokens' = -4"},
+      {"{\"prompt\": \"a\", \"n\": 2}", "'n' = 2"},
+      {"{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}", "role 'wizard'"},
+      {"{\"prompt\": \"a\", \"messages\": []}", "exactly one of"},
+      {"{\"prompt\": \"a\"", "batch"},
+  };
+  for (const auto& [line, message] : cases) {
+    CAPTURE(line);
+    const std::string path = write_file(dir, "r.jsonl", "{\"prompt\": \"fine\"}\n" + line + "\n");
+    const ProcessResult r = run_ember({"batch", "-m", aidreams_gguf(), "-f", path});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("r.jsonl:2:") != std::string::npos);
+    CHECK(r.err.find(message) != std::string::npos);
+    CHECK(r.out.empty());
+  }
+}
