@@ -18,6 +18,15 @@ using namespace ember::test;
 
 namespace {
 
+// Quiet options for n_seq sequences of up to 256 tokens over a pool of kv_blocks (0: n_ctx each).
+ContextOptions options(int n_seq, int kv_blocks = 0) {
+  ContextOptions o;
+  o.n_ctx = 256;
+  o.n_seq = n_seq;
+  o.kv_blocks = kv_blocks;
+  return quiet(o);
+}
+
 SequenceRequest request(std::vector<int32_t> prompt, int max_tokens, float temperature, uint64_t seed) {
   SequenceRequest r;
   r.prompt = std::move(prompt);
@@ -31,9 +40,7 @@ SequenceRequest request(std::vector<int32_t> prompt, int max_tokens, float tempe
 // decode() call, sampled by its own chain.
 std::vector<int32_t> alone(const Model& model, const SequenceRequest& r) {
   ThreadPool pool(2);
-  ContextOptions o;
-  o.n_ctx = 256;
-  Context ctx(model, quiet(o), pool);
+  Context ctx(model, options(1), pool);
   SamplerChain chain(r.sampling, ctx.n_ctx());
   for (int32_t t : r.prompt) chain.accept(t);
   std::vector<float> logits = run_batch(ctx, r.prompt, 0, r.prompt.size());
@@ -64,11 +71,7 @@ struct Outcome {
 Outcome run_all(const Model& model, const std::vector<SequenceRequest>& reqs, int n_par, int batch_tokens,
                 int kv_blocks) {
   ThreadPool pool(2);
-  ContextOptions o;
-  o.n_ctx = 256;
-  o.n_seq = n_par;
-  o.kv_blocks = kv_blocks;
-  Context ctx(model, quiet(o), pool);
+  Context ctx(model, options(n_par, kv_blocks), pool);
   Outcome out;
   Scheduler sched(ctx, SchedulerOptions{n_par, batch_tokens},
                   Scheduler::Events{[&](int id, int32_t t) { out.tokens[id].push_back(t); },
@@ -123,10 +126,7 @@ TEST_CASE("a sequence's logits are bitwise the same alone and batched with other
   auto model = Model::load(tiny_model("qwen3"), quiet_load());
   const std::vector<int32_t> a = prompt_of(150, 1), other = prompt_of(90, 2);
   ThreadPool pool(2);
-  ContextOptions o;
-  o.n_ctx = 256;
-  o.n_seq = 3;
-  Context solo(*model, quiet(o), pool), mixed(*model, quiet(o), pool);
+  Context solo(*model, options(3), pool), mixed(*model, options(3), pool);
   const std::vector<float> want = run_batch(solo, a, 0, a.size());  // one call, ubatches of 512
   // The same tokens in chunks of 7, interleaved with two other sequences' tokens.
   std::vector<float> got;
@@ -146,11 +146,7 @@ TEST_CASE("a sequence's logits are bitwise the same alone and batched with other
 TEST_CASE("cancelling frees the sequence's blocks at the next step; a request too big for the pool is refused") {
   auto model = Model::load(tiny_model("llama"), quiet_load());
   ThreadPool pool(1);
-  ContextOptions o;
-  o.n_ctx = 256;
-  o.n_seq = 2;
-  o.kv_blocks = 6;
-  Context ctx(*model, quiet(o), pool);
+  Context ctx(*model, options(2, 6), pool);
   std::map<int, FinishReason> reasons;
   Scheduler sched(ctx, SchedulerOptions{}, Scheduler::Events{nullptr, [&](int id, FinishReason r) { reasons[id] = r; }});
   const int a = sched.submit(request(prompt_of(40, 1), 100, 0.0f, 1));
@@ -176,11 +172,7 @@ TEST_CASE("cancelling frees the sequence's blocks at the next step; a request to
 TEST_CASE("randomized arrivals, cancellations and preemptions keep the pool consistent") {
   auto model = Model::load(tiny_model("llama"), quiet_load());
   ThreadPool pool(1);
-  ContextOptions o;
-  o.n_ctx = 256;
-  o.n_seq = 6;
-  o.kv_blocks = 14;
-  Context ctx(*model, quiet(o), pool);
+  Context ctx(*model, options(6, 14), pool);
   std::mt19937 rng(5);
   std::map<int, int> finished;
   std::vector<int> live;

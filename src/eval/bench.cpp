@@ -111,6 +111,13 @@ void generate(Context& ctx, int n, TokenSource& src, bool add_bos, int32_t bos,
 
 }  // namespace
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 std::vector<int32_t> random_prompt(int n, int n_vocab, bool add_bos, int32_t bos, uint32_t seed) {
   TokenSource src(seed, n_vocab);
   std::vector<int32_t> tokens;

@@ -73,6 +73,9 @@ double segment_reference(const std::vector<DecodeSegment>& segments);
 
 BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos);
 
+// The median of v (mean of the middle two for an even count), 0 when empty.
+double median(std::vector<double> v);
+
 // n random token ids below n_vocab (BOS first when add_bos), the pp test's kind of prompt.
 std::vector<int32_t> random_prompt(int n, int n_vocab, bool add_bos, int32_t bos, uint32_t seed);
 

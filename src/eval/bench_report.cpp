@@ -5,19 +5,12 @@
 
 #include <algorithm>
 
+#include "eval/bench.h"
 #include "util/json.h"
 
 namespace ember::eval {
 
 double BenchRow::ttft_ms() const { return result.test.n_prompt > 0 ? result.avg_ns() / 1e6 : 0; }
-namespace {
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-}  // namespace
 
 double BenchRow::mem_bw() const { return median(result.mem_bw_runs); }
 double BenchRow::roofline_ts() const {
