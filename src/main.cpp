@@ -1,6 +1,8 @@
 // ember: one binary, one subcommand per file under src/cli/.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
 
@@ -28,7 +30,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and exit 0; every argument error is one line, exit 2 (the
+    // README's code for a bad argument), whichever check of the parser caught it.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "ember: %s\n", e.what());
+    return 2;
   }
   return ember::cli::exit_code();
 }

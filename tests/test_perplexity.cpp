@@ -220,6 +220,14 @@ TEST_CASE("ember perplexity matches the numpy reference and does not depend on -
   const auto small = ember_test::run_ember("perplexity -m '" + model + "' -f '" + kText + "' -c 128 -b 16 -t 2");
   REQUIRE(small.exit_code == 0);
   CHECK(final_ppl(small.out) == doctest::Approx(ppl).epsilon(1e-5));
+
+  // Chunks decoded side by side as sequences (-np) print exactly what one at a time prints.
+  const auto one = ember_test::run_ember("perplexity -m '" + model + "' -f '" + kText + "' -c 128 -b 128 -np 1 -t 2");
+  const auto five = ember_test::run_ember("perplexity -m '" + model + "' -f '" + kText + "' -c 128 -b 600 -np 5 -t 2");
+  REQUIRE(one.exit_code == 0);
+  REQUIRE(five.exit_code == 0);
+  CHECK(five.err.find("5 chunks at once") != std::string::npos);
+  CHECK(one.out == five.out);
 }
 
 TEST_CASE("ember perplexity refuses a text shorter than two chunks") {

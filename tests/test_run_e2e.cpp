@@ -3,6 +3,8 @@
 // the prompt-too-long error, flag errors and Ctrl-C.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <csignal>
 #include <regex>
 
@@ -143,4 +145,24 @@ TEST_CASE("Ctrl-C stops generation, prints the statistics and exits with 130") {
   CHECK(err.find("stop:       interrupted") != std::string::npos);
   CHECK(err.find("context shifted") != std::string::npos);
   CHECK(out.size() >= 2000);
+}
+
+TEST_CASE("every subcommand's argument errors are one line naming the flag, exit code 2") {
+  const std::string m = aidreams_gguf();
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"run", "-m", m, "-p", "hi", "-ngl", "99"}, "--n-gpu-layers"},  // not read as "-n gl"
+      {{"run", "-m", m, "-p", "hi", "-n", "many"}, "--n-predict"},
+      {{"run", "-m", m, "-p", "hi", "-n", "1", "2"}, "2"},
+      {{"bench", "-m", m, "-r", "x"}, "--repetitions"},
+      {{"perplexity", "-m", m, "--chunks", "x"}, "--chunks"},
+      {{"batch", "-m", m}, "--file"},
+      {{"chat", "-m", m, "--no-such-flag"}, "--no-such-flag"},
+  };
+  for (const auto& [args, flag] : cases) {
+    CAPTURE(args.back());
+    const ProcessResult r = run_ember(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(flag) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
 }

@@ -14,6 +14,7 @@ constexpr std::pair<std::string_view, std::string_view> kLongForms[] = {
     {"-ub", "--ubatch-size"},
     {"-nr", "--no-repack"},
     {"-np", "--parallel"},
+    {"-ngl", "--n-gpu-layers"},  // so that "-ngl 99" is not read as "-n gl"
 };
 }  // namespace
 

@@ -6,6 +6,8 @@
 //   ember perplexity -m q4_0.gguf --kl-divergence-base base.kld --kl-divergence     # compare
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -35,6 +37,7 @@ struct PerplexityArgs {
   bool no_repack = false;
   int kld_top = 32;
   int kld_samples = 32;
+  int n_parallel = 0;  // chunks decoded at once as sequences; 0: n_batch / n_ctx, as llama.cpp
 };
 
 std::string read_text(const std::string& path) {
@@ -45,10 +48,14 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-std::unique_ptr<Context> make_context(const Model& model, int n_ctx, int n_batch, ThreadPool& pool) {
+// A context of n_parallel sequences of n_ctx tokens (0: as many as one batch of n_batch
+// holds); a batch spans chunks then, up to n_batch tokens.
+std::unique_ptr<Context> make_context(const Model& model, int n_ctx, int n_batch, int n_parallel, int n_chunk,
+                                      ThreadPool& pool) {
   ContextOptions co;
   co.n_ctx = n_ctx;
-  co.n_batch = std::min(n_batch, n_ctx);
+  co.n_seq = std::clamp(n_parallel > 0 ? n_parallel : n_batch / n_ctx, 1, std::max(1, n_chunk));
+  co.n_batch = std::min(n_batch, n_ctx * co.n_seq);
   co.n_ubatch = std::min(co.n_batch, 512);
   return std::make_unique<Context>(model, co, pool);
 }
@@ -56,6 +63,7 @@ std::unique_ptr<Context> make_context(const Model& model, int n_ctx, int n_batch
 int run_perplexity(const PerplexityArgs& a) {
   if (a.n_batch < 1) fail(ErrorKind::InvalidArgument, "-b {} must be positive", a.n_batch);
   if (a.kld_top < 0) fail(ErrorKind::InvalidArgument, "--kl-divergence-top {} must be >= 0", a.kld_top);
+  if (a.n_parallel < 0) fail(ErrorKind::InvalidArgument, "-np {} must be >= 0", a.n_parallel);
   if (a.kld_samples < 1 || a.kld_samples > 65536) {
     fail(ErrorKind::InvalidArgument, "--kl-divergence-samples {} must be in [1, 65536]", a.kld_samples);
   }
@@ -74,7 +82,8 @@ int run_perplexity(const PerplexityArgs& a) {
     const eval::ChunkPlan plan = base.plan();
     fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} (top {} + {} tail samples per position), {} threads\n",
                plan.n_chunk, plan.n_ctx, a.kld_base, base.header().top_k, base.header().tail_samples, n_threads);
-    auto ctx = make_context(*model, plan.n_ctx, a.n_batch, pool);
+    auto ctx = make_context(*model, plan.n_ctx, a.n_batch, a.n_parallel, plan.n_chunk, pool);
+    opt.n_batch = ctx->options().n_batch;
     fmt::print("{}", eval::KldAccumulator::chunk_table_header());
     const eval::KldAccumulator acc = eval::kl_divergence(*ctx, base, opt, [](int chunk, const eval::KldAccumulator& r) {
       fmt::print("{}", r.chunk_row(chunk));
@@ -91,10 +100,11 @@ int run_perplexity(const PerplexityArgs& a) {
   opt.bos = tok.bos();
   const std::vector<int32_t> tokens = tok.encode(read_text(a.text_file), /*add_special=*/true, /*parse_special=*/false);
   const eval::ChunkPlan plan = eval::make_chunk_plan(int64_t(tokens.size()), a.n_ctx, a.n_chunks);
-  fmt::print(stderr, "perplexity: {} tokens, {} chunks of {} (scoring {} per chunk), batch {}, {} threads\n",
-             tokens.size(), plan.n_chunk, plan.n_ctx, plan.scored_per_chunk(), std::min(a.n_batch, plan.n_ctx),
+  auto ctx = make_context(*model, plan.n_ctx, a.n_batch, a.n_parallel, plan.n_chunk, pool);
+  opt.n_batch = ctx->options().n_batch;
+  fmt::print(stderr, "perplexity: {} tokens, {} chunks of {} (scoring {} per chunk), batch {}, {} chunks at once, {} threads\n",
+             tokens.size(), plan.n_chunk, plan.n_ctx, plan.scored_per_chunk(), opt.n_batch, ctx->options().n_seq,
              n_threads);
-  auto ctx = make_context(*model, plan.n_ctx, a.n_batch, pool);
 
   std::unique_ptr<eval::LogProbWriter> writer;
   std::unique_ptr<eval::RecordBuilder> records;
@@ -137,6 +147,8 @@ void add_perplexity(CLI::App& app) {
   cmd->add_option("-b,--batch-size", args->n_batch, "tokens per decode call")->capture_default_str();
   cmd->add_option("--chunks", args->n_chunks, "evaluate at most N chunks (-1: all)")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "threads (0: physical cores)");
+  cmd->add_option("--parallel", args->n_parallel, "chunks decoded at once as sequences (-np; 0: -b / -c)")
+      ->capture_default_str();
   add_no_repack_flag(cmd, args->no_repack);
   cmd->add_option("--kl-divergence-base", args->kld_base,
                   "with -f: write the model's log-probs here; with --kl-divergence: read them");

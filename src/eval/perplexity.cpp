@@ -9,29 +9,35 @@
 
 namespace ember::eval {
 
-void eval_chunk(Context& ctx, std::span<const int32_t> tokens, const ChunkPlan& plan, int c, const EvalOptions& opt,
-                std::vector<float>& rows) {
-  const std::vector<int32_t> input = chunk_input(tokens, plan, c, opt.add_bos, opt.bos);
+void eval_chunks(Context& ctx, std::span<const int32_t> tokens, const ChunkPlan& plan, int c0, int n,
+                 const EvalOptions& opt, std::vector<float>& rows) {
+  if (n < 1 || n > ctx.options().n_seq)
+    fail(ErrorKind::Internal, "{} chunks at once in a context of {} sequences", n, ctx.options().n_seq);
   const size_t n_vocab = size_t(ctx.n_vocab());
   const int last_scored = plan.n_ctx - 2;  // the last position's logits predict nothing in the chunk
-  rows.resize(size_t(plan.scored_per_chunk()) * n_vocab);
+  rows.resize(size_t(n) * plan.scored_per_chunk() * n_vocab);
   ctx.kv_clear();
   size_t filled = 0;
   Batch batch;
-  for (int start = 0; start < plan.n_ctx; start += opt.n_batch) {
-    const int end = std::min(plan.n_ctx, start + opt.n_batch);
-    batch.clear();
-    for (int pos = start; pos < end; ++pos) {
-      batch.add(input[size_t(pos)], pos, 0, pos >= plan.first && pos <= last_scored);
-    }
+  auto flush = [&] {
     const std::span<const float> logits = ctx.decode(batch);
     if (logits.size() != size_t(batch.n_outputs()) * n_vocab) {
       fail(ErrorKind::Internal, "decode returned {} logits for {} rows of {}", logits.size(), batch.n_outputs(), n_vocab);
     }
     std::copy(logits.begin(), logits.end(), rows.begin() + ptrdiff_t(filled));
     filled += logits.size();
+    batch.clear();
+  };
+  // Chunk after chunk, each its own sequence: the logits arrive in chunk order.
+  for (int s = 0; s < n; ++s) {
+    const std::vector<int32_t> input = chunk_input(tokens, plan, c0 + s, opt.add_bos, opt.bos);
+    for (int pos = 0; pos < plan.n_ctx; ++pos) {
+      batch.add(input[size_t(pos)], pos, s, pos >= plan.first && pos <= last_scored);
+      if (int(batch.size()) == opt.n_batch) flush();
+    }
   }
-  if (filled != rows.size()) fail(ErrorKind::Internal, "chunk {}: {} logits collected, {} expected", c, filled, rows.size());
+  if (batch.size() > 0) flush();
+  if (filled != rows.size()) fail(ErrorKind::Internal, "chunks {}+{}: {} logits collected, {} expected", c0, n, filled, rows.size());
 }
 
 namespace {
@@ -57,11 +63,13 @@ NllStats perplexity(Context& ctx, std::span<const int32_t> tokens, const ChunkPl
   NllStats stats;
   std::vector<float> rows;
   ProgressEta progress("perplexity", plan.n_chunk);
+  const int n_par = ctx.options().n_seq;
   for (int c = 0; c < plan.n_chunk; ++c) {
-    eval_chunk(ctx, tokens, plan, c, opt, rows);
+    if (c % n_par == 0) eval_chunks(ctx, tokens, plan, c, std::min(n_par, plan.n_chunk - c), opt, rows);
     const size_t first_target = size_t(c) * plan.n_ctx + plan.first + 1;
+    const size_t first_row = size_t(c % n_par) * plan.scored_per_chunk();
     for (int i = 0; i < plan.scored_per_chunk(); ++i) {
-      const std::span<const float> row(rows.data() + size_t(i) * n_vocab, n_vocab);
+      const std::span<const float> row(rows.data() + (first_row + size_t(i)) * n_vocab, n_vocab);
       const int32_t target = tokens[first_target + size_t(i)];
       if (base_out) {
         const LogProbRecord rec = base->build(row, target, uint64_t(c) * uint64_t(plan.scored_per_chunk()) + uint64_t(i));
@@ -97,11 +105,13 @@ KldAccumulator kl_divergence(Context& ctx, const LogProbReader& base, const Eval
   const std::span<const int32_t> tokens = base.tokens();
   ProgressEta progress("kl-divergence", plan.n_chunk);
   int64_t record = 0;
+  const int n_par = ctx.options().n_seq;
   for (int c = 0; c < plan.n_chunk; ++c) {
-    eval_chunk(ctx, tokens, plan, c, opt, rows);
+    if (c % n_par == 0) eval_chunks(ctx, tokens, plan, c, std::min(n_par, plan.n_chunk - c), opt, rows);
     const size_t first_target = size_t(c) * plan.n_ctx + plan.first + 1;
+    const size_t first_row = size_t(c % n_par) * plan.scored_per_chunk();
     for (int i = 0; i < plan.scored_per_chunk(); ++i) {
-      const std::span<const float> row(rows.data() + size_t(i) * n_vocab, n_vocab);
+      const std::span<const float> row(rows.data() + (first_row + size_t(i)) * n_vocab, n_vocab);
       acc.add(row, base.record(record++), tokens[first_target + size_t(i)]);
     }
     if (opt.progress) progress.step_done(c + 1);

@@ -1,5 +1,6 @@
 // Perplexity and KL divergence over a token stream, the llama.cpp way (see chunk_plan.h):
-// each chunk runs from an empty KV cache, fed to the model in batches of at most n_batch
+// each chunk runs from an empty KV cache (as many chunks at once as the context has
+// sequences), fed to the model in batches of at most n_batch
 // tokens, and the logits of the scored second half are turned into statistics.
 #pragma once
 #include <cstdint>
@@ -26,10 +27,12 @@ struct EvalOptions {
   bool progress = true;   // progress line with ETA on stderr
 };
 
-// Runs chunk `c` of `tokens` and fills `rows` with the scored_per_chunk() x n_vocab logits
-// predicting tokens first+1 .. n_ctx-1 of the chunk.
-void eval_chunk(Context& ctx, std::span<const int32_t> tokens, const ChunkPlan& plan, int c,
-                const EvalOptions& opt, std::vector<float>& rows);
+// Runs chunks [c0, c0 + n) of `tokens` as sequences 0 .. n-1 of ctx (llama.cpp's parallel
+// perplexity; n <= the context's n_seq) and fills `rows` with n x scored_per_chunk() x
+// n_vocab logits: those of each chunk predicting its tokens first+1 .. n_ctx-1. A chunk's
+// logits do not depend on the chunks beside it.
+void eval_chunks(Context& ctx, std::span<const int32_t> tokens, const ChunkPlan& plan, int c0, int n,
+                 const EvalOptions& opt, std::vector<float>& rows);
 
 // Called after each chunk with the chunk number (1-based) and the running statistics.
 using PerplexityChunkFn = std::function<void(int chunk, const NllStats& running)>;
