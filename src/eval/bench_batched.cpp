@@ -67,9 +67,10 @@ WorkloadRow run_workload(const Model& model, ThreadPool& pool, ContextOptions co
   std::vector<SequenceRequest> reqs(4 * static_cast<size_t>(n_seq));
   WorkloadRow row{n_seq, static_cast<int>(reqs.size()), 0, 0, 0};
   for (SequenceRequest& r : reqs) {
-    const int np = 16 + static_cast<int>(rng() % std::max(1, npp - 15));
+    const int min_prompt = std::max(1, npp / 8), min_out = std::max(1, ntg / 16);
+    const int np = min_prompt + static_cast<int>(rng() % (npp - min_prompt + 1));
     for (int i = 0; i < np; ++i) r.prompt.push_back(static_cast<int32_t>(rng() % ctx.n_vocab()));
-    r.max_tokens = 8 + static_cast<int>(rng() % std::max(1, ntg - 7));
+    r.max_tokens = min_out + static_cast<int>(rng() % (ntg - min_out + 1));
     r.sampling.temperature = 0.0f;
     row.generated += r.max_tokens;
   }

@@ -32,7 +32,7 @@ struct WorkloadRow {
   double static_s = 0, continuous_s = 0;
 };
 
-// 4 * n_seq requests, prompts of 16..npp and outputs of 8..ntg tokens (uniform, seeded),
+// 4 * n_seq requests, prompts of npp/8..npp and outputs of ntg/16..ntg tokens (uniform, seeded),
 // greedy, no stop tokens; the prefix cache is off so neither mode profits from the other.
 WorkloadRow run_workload(const Model& model, ThreadPool& pool, ContextOptions co, int n_seq, int npp, int ntg,
                          uint32_t seed);
