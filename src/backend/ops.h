@@ -126,14 +126,14 @@ void softmax(ThreadPool& pool, F32Mat a);                 // row-wise, stable; a
 void swiglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out);
 void geglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out);
 // Causal attention of q (rows = query tokens, cols = n_head * head_dim) at positions q_pos
-// over the KV ring: a key at position kp is visible to a query at qp when kp <= qp (and
+// over the KV cache (KVView): a key at position kp is visible to a query at qp when kp <= qp (and
 // qp - kp < window). Tiled online softmax; never materialises the full score matrix.
 // A query that sees no key (all masked or empty slots) gets a zero output row. A row's
 // output depends only on that row, its position and the cache: never on the other rows of
 // the call, so a token gives the same bits alone, in a verify batch or in a prefill chunk.
 void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const KVView& kv,
                const AttentionParams& p, F32Mat out);
-// Writes one f32 row into a KV ring slot in the cache's type (quantizing as needed);
+// Writes one f32 row into a KV cache slot in the cache's type (quantizing as needed);
 // n must be a multiple of the type's block size (32 for q8_0 / q4_0).
 void store_row(const float* src, int64_t n, DType type, void* dst);
 
