@@ -58,7 +58,6 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
   auto ms_since = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   int done = 0;
   std::vector<int> index_of;  // scheduler id -> request index
-  Scheduler* sched_ptr = nullptr;
   Scheduler sched(ctx, options,
                   Scheduler::Events{[&](int id, int32_t token) {
                                       const int i = index_of[id];
@@ -70,7 +69,7 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
                                       r.total_ms = ms_since(start, now);
                                       r.completion_tokens += 1;
                                       texts[i].push(texts[i].decoder.push(token));
-                                      if (texts[i].stopped) sched_ptr->cancel(id);
+                                      if (texts[i].stopped) sched.cancel(id);  // events run after construction
                                     },
                                     [&](int id, FinishReason reason) {
                                       const int i = index_of[id];
@@ -80,7 +79,6 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
                                       results[i].finish_reason = stopped ? "stop" : finish_reason_name(reason);
                                       if (on_progress) on_progress(++done, n);
                                     }});
-  sched_ptr = &sched;
   for (int i = 0; i < n; ++i) {
     texts.emplace_back(tok, requests[i].stop);
     const CompletionRequest& req = requests[i];
@@ -91,8 +89,9 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
     s.stop_tokens = tok.eog_ids();
     results[i].prompt_tokens = static_cast<int>(s.prompt.size());
     try {
-      index_of.push_back(i);
-      sched.submit(std::move(s));
+      const int id = sched.submit(std::move(s));
+      if (id >= static_cast<int>(index_of.size())) index_of.resize(id + 1, -1);
+      index_of[id] = i;
     } catch (const Error& e) {
       fail(e.kind(), "request {}: {}", i, e.what());
     }

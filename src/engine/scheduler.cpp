@@ -24,7 +24,6 @@ struct Scheduler::Sequence {
   }
   int id;
   int slot = -1;
-  int64_t admission = 0;          // order of admission: preemption takes the largest
   std::vector<int32_t> tokens;    // prompt, then generated
   size_t n_prompt;
   int n_computed = 0;             // tokens in the KV cache
@@ -62,9 +61,7 @@ int Scheduler::submit(SequenceRequest request) {
     fail(ErrorKind::ContextFull, "prompt of {} tokens + max_tokens {} exceed the context of {}", request.prompt.size(),
          request.max_tokens, n_ctx);
   const KVCache& kv = ctx_.kv_cache();
-  int pool_blocks = 0;
-  for (const KVBlockStats& g : kv.stats())
-    if (g.window == 0) pool_blocks = g.total;
+  const int pool_blocks = kv.global_stats().total;
   const size_t blocks = (longest + kv.block_size() - 1) / kv.block_size();
   if (pool_blocks > 0 && blocks > static_cast<size_t>(pool_blocks))
     fail(ErrorKind::OutOfMemory, "a request of {} tokens needs {} KV blocks of {} tokens, the pool has {}", longest,
@@ -110,7 +107,6 @@ void Scheduler::admit() {
     if (!running_.empty() && !ctx_.kv_cache().fits(need_)) break;
     s.slot = free_slots_.back();
     free_slots_.pop_back();
-    s.admission = next_admission_++;
     s.n_computed = ctx_.kv_attach_prefix(s.slot, s.tokens);
     stats_.cached_tokens += s.n_computed;
     running_.push_back(std::move(waiting_.front()));

@@ -90,9 +90,8 @@ class Scheduler {
   SchedulerOptions opts_;
   Events events_;
   int next_id_ = 0;
-  int64_t next_admission_ = 0;
   std::deque<std::unique_ptr<Sequence>> waiting_;
-  std::vector<std::unique_ptr<Sequence>> running_;  // in admission order
+  std::vector<std::unique_ptr<Sequence>> running_;  // in admission order: preemption takes the back
   std::vector<int> free_slots_;
   std::vector<int> cancelled_;
   std::vector<int> need_;                            // per slot: tokens planned this step

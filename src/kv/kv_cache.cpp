@@ -121,19 +121,19 @@ void KVCache::check_seq(int seq, const char* what) const {
     fail(ErrorKind::InvalidArgument, "KV cache {}: sequence {} out of range (context has {})", what, seq, cfg_.n_seq);
 }
 
-int KVCache::blocks_to_append(int seq, int n_new) const {
+int KVCache::new_blocks(int seq, int n_new) const {
   const int held = seqs_[seq].n_tokens;
-  const int per_group = ceil_div(held + n_new, cfg_.block_size) - ceil_div(held, cfg_.block_size);
-  return per_group * static_cast<int>(groups_.size());
+  return ceil_div(held + n_new, cfg_.block_size) - ceil_div(held, cfg_.block_size);
+}
+
+int KVCache::blocks_to_append(int seq, int n_new) const {
+  return new_blocks(seq, n_new) * static_cast<int>(groups_.size());
 }
 
 // Only global groups can run out: sliding-window pools are sized for every sequence.
 bool KVCache::fits(std::span<const int> n_new) const {
   int need = 0;
-  for (int s = 0; s < cfg_.n_seq && s < static_cast<int>(n_new.size()); ++s) {
-    const int held = seqs_[s].n_tokens;
-    need += ceil_div(held + n_new[s], cfg_.block_size) - ceil_div(held, cfg_.block_size);
-  }
+  for (int s = 0; s < cfg_.n_seq && s < static_cast<int>(n_new.size()); ++s) need += new_blocks(s, n_new[s]);
   for (const Group& g : groups_)
     if (g.window == 0 && need > g.pool->n_available()) return false;
   return true;
@@ -151,6 +151,12 @@ std::vector<KVBlockStats> KVCache::stats() const {
     out.push_back(s);
   }
   return out;
+}
+
+KVBlockStats KVCache::global_stats() const {
+  for (const KVBlockStats& g : stats())
+    if (g.window == 0) return g;
+  return KVBlockStats{};
 }
 
 int KVCache::blocks_held(int seq) const {

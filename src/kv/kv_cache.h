@@ -81,6 +81,7 @@ class KVCache {
   bool fits(std::span<const int> n_new) const;
   int blocks_to_append(int seq, int n_new) const;
   std::vector<KVBlockStats> stats() const;
+  KVBlockStats global_stats() const;    // the group of global layers (zeros when there is none)
   int blocks_held(int seq) const;       // all groups
 
   // Takes the slot for the next token of `seq` (at position `pos` == next_pos(seq)) in every
@@ -139,6 +140,7 @@ class KVCache {
   int64_t row_of(const Table& t, int64_t ordinal) const {
     return static_cast<int64_t>(t.blocks[ordinal / cfg_.block_size]) * cfg_.block_size + ordinal % cfg_.block_size;
   }
+  int new_blocks(int seq, int n_new) const;  // per group
   bool prefix_enabled() const { return cfg_.prefix_cache && groups_.size() == 1 && groups_[0].window == 0; }
   void check_seq(int seq, const char* what) const;
   void make_private(int g, Table& t, int64_t logical, int n_slots);

@@ -158,9 +158,7 @@ std::span<const float> Context::decode(const Batch& batch) {
   if (opts_.policy == ContextPolicy::Error && !kv_->fits(sc.counts)) {
     int need = 0;
     for (int s = 0; s < opts_.n_seq; ++s) need += kv_->blocks_to_append(s, sc.counts[s]);
-    KVBlockStats st;
-    for (const KVBlockStats& g : kv_->stats())
-      if (g.window == 0) st = g;
+    const KVBlockStats st = kv_->global_stats();
     fail(ErrorKind::OutOfMemory, "KV block pool exhausted: the batch needs {} more blocks of {} tokens, {} of {} are free",
          need, kv_->block_size(), st.free + st.cached, st.total);
   }

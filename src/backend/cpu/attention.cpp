@@ -392,16 +392,19 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   plan.heads_kv = plan.n_qtiles == 1 ? heads_per_item(p.n_head_kv, p.head_dim) : 1;
   plan.spans.resize(static_cast<size_t>((kv.n_slots + kKeyTile - 1) / kKeyTile));
   plan.extent = 0;
-  for (int64_t j = 0; j < kv.n_slots; ++j) {
-    KeyTileSpan& span = plan.spans[j / kKeyTile];
-    const int32_t pos = kv.slot_pos[kv.row_of(j)];
-    if (pos < 0) {
-      span.all_filled = false;
-      continue;
+  for (int64_t kt = 0; kt < static_cast<int64_t>(plan.spans.size()); ++kt) {
+    KeyTileSpan& span = plan.spans[kt];
+    const int32_t* pos = kv.slot_pos + kv.row_of(kt * kKeyTile);  // a tile's rows are contiguous
+    const int64_t nk = std::min<int64_t>(kKeyTile, kv.n_slots - kt * kKeyTile);
+    for (int64_t j = 0; j < nk; ++j) {
+      if (pos[j] < 0) {
+        span.all_filled = false;
+        continue;
+      }
+      span.min_pos = std::min(span.min_pos, pos[j]);
+      span.max_pos = std::max(span.max_pos, pos[j]);
+      plan.extent = kt + 1;
     }
-    span.min_pos = std::min(span.min_pos, pos);
-    span.max_pos = std::max(span.max_pos, pos);
-    plan.extent = j / kKeyTile + 1;
   }
   plan.tile_origin = kv.first_slot / kKeyTile;
   const int64_t s0 = plan.tile_origin / kSplitTiles, s_end = (plan.tile_origin + plan.extent + kSplitTiles - 1) / kSplitTiles;
