@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   ember::cli::add_convert(app);
   ember::cli::add_quantize(app);
   ember::cli::add_synth(app);
+#ifdef EMBER_HAVE_SERVER
+  ember::cli::add_serve(app);
+#endif
 
   std::vector<std::string> args = ember::cli::expand_llama_flags(argc, argv);
   std::vector<const char*> arg_ptrs;

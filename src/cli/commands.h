@@ -19,6 +19,7 @@ void add_inspect(CLI::App& app);
 void add_tokenize(CLI::App& app);
 void add_run(CLI::App& app);
 void add_batch(CLI::App& app);
+void add_serve(CLI::App& app);  // when built with the HTTP server (EMBER_HAVE_SERVER)
 void add_chat(CLI::App& app);
 void add_perplexity(CLI::App& app);
 void add_bench(CLI::App& app);

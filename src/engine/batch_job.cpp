@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "engine/stop_strings.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -18,23 +19,15 @@ using Clock = std::chrono::steady_clock;
 // One request's text as tokens arrive: pieces through a streaming decoder, cut at the
 // first stop string (which is not kept).
 struct TextAssembly {
-  TextAssembly(const Tokenizer& tok, std::vector<std::string> stops) : decoder(tok), stop(std::move(stops)) {}
+  TextAssembly(const Tokenizer& tok, std::vector<std::string> stops) : decoder(tok), filter(std::move(stops)) {}
   StreamingDecoder decoder;
-  std::vector<std::string> stop;
+  StopStringFilter filter;
   std::string text;
-  bool stopped = false;
 
-  void push(std::string piece) {
-    if (stopped) return;
-    const size_t old = text.size();
-    text += piece;
-    for (const std::string& s : stop) {
-      const size_t from = old >= s.size() ? old - s.size() + 1 : 0;
-      if (const size_t at = text.find(s, from); at != std::string::npos) {
-        text.resize(at);
-        stopped = true;
-      }
-    }
+  void push(int32_t token) { text += filter.push(decoder.push(token)); }
+  void finish() {
+    text += filter.push(decoder.flush());
+    text += filter.flush();
   }
 };
 
@@ -68,25 +61,21 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
                                       last[i] = now;
                                       r.total_ms = ms_since(start, now);
                                       r.completion_tokens += 1;
-                                      texts[i].push(texts[i].decoder.push(token));
-                                      if (texts[i].stopped) sched.cancel(id);  // events run after construction
+                                      texts[i].push(token);
+                                      if (texts[i].filter.stopped()) sched.cancel(id);  // events run after construction
                                     },
                                     [&](int id, FinishReason reason) {
                                       const int i = index_of[id];
-                                      texts[i].push(texts[i].decoder.flush());
+                                      texts[i].finish();
                                       results[i].text = texts[i].text;
-                                      const bool stopped = texts[i].stopped || reason == FinishReason::Stop;
+                                      const bool stopped = texts[i].filter.stopped() || reason == FinishReason::Stop;
                                       results[i].finish_reason = stopped ? "stop" : finish_reason_name(reason);
                                       if (on_progress) on_progress(++done, n);
                                     }});
   for (int i = 0; i < n; ++i) {
     texts.emplace_back(tok, requests[i].stop);
     const CompletionRequest& req = requests[i];
-    SequenceRequest s;
-    s.prompt = tok.encode(req.prompt, /*add_special=*/true, /*parse_special=*/true);
-    s.sampling = req.sampling;
-    s.max_tokens = req.max_tokens;
-    s.stop_tokens = tok.eog_ids();
+    SequenceRequest s = sequence_request(req, tok);
     results[i].prompt_tokens = static_cast<int>(s.prompt.size());
     try {
       const int id = sched.submit(std::move(s));

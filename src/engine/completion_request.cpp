@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace ember {
@@ -23,20 +24,38 @@ int64_t integer(const json::Value& v, const char* field, int64_t lo, int64_t hi)
   return i;
 }
 
+// A message's content: a string, or (newer OpenAI clients) an array of {"type": "text",
+// "text": ...} parts, joined.
+std::string content_of(const json::Value& content, size_t i) {
+  if (content.is_string()) return content.as_string();
+  if (!content.is_array())
+    fail(ErrorKind::InvalidArgument, "messages[{}].content must be a string or an array of text parts", i);
+  std::string out;
+  for (const json::Value& part : content.as_array()) {
+    const json::Value* type = part.find("type");
+    const json::Value* text = part.find("text");
+    if (!type || !type->is_string() || type->as_string() != "text" || !text || !text->is_string())
+      fail(ErrorKind::InvalidArgument, "messages[{}].content: only parts {{\"type\": \"text\", \"text\": ...}} are supported", i);
+    out += text->as_string();
+  }
+  return out;
+}
+
 std::vector<ChatMessage> messages_of(const json::Value& v) {
   if (!v.is_array() || v.as_array().empty())
     fail(ErrorKind::InvalidArgument, "field 'messages' must be a non-empty array");
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < v.as_array().size(); ++i) {
     const json::Value& m = v.as_array()[i];
-    const json::Value* role = m.find("role");
-    const json::Value* content = m.find("content");
-    if (!m.is_object() || !role || !role->is_string() || !content || !content->is_string())
-      fail(ErrorKind::InvalidArgument, "messages[{}] must be an object with string 'role' and 'content'", i);
-    const std::string& r = role->as_string();
+    const json::Value* role = m.is_object() ? m.find("role") : nullptr;
+    const json::Value* content = m.is_object() ? m.find("content") : nullptr;
+    if (!role || !role->is_string() || !content)
+      fail(ErrorKind::InvalidArgument, "messages[{}] must be an object with a string 'role' and a 'content'", i);
+    std::string r = role->as_string();
+    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
     if (r != "system" && r != "user" && r != "assistant")
-      fail(ErrorKind::InvalidArgument, "messages[{}].role '{}' is not system, user or assistant", i, r);
-    out.push_back(ChatMessage{r, content->as_string()});
+      fail(ErrorKind::InvalidArgument, "messages[{}].role '{}' is not system, developer, user or assistant", i, r);
+    out.push_back(ChatMessage{r, content_of(*content, i)});
   }
   return out;
 }
@@ -60,6 +79,21 @@ std::vector<std::string> stops_of(const json::Value& v) {
     if (s.empty() || s.size() > kMaxStopBytes)
       fail(ErrorKind::InvalidArgument, "field 'stop' strings must be 1 to {} bytes", kMaxStopBytes);
   return out;
+}
+
+// Chat requests say logprobs: true and top_logprobs: N; completions say logprobs: N.
+int logprobs_of(const json::Value& body, bool chat) {
+  const json::Value* lp = body.find("logprobs");
+  const json::Value* top = body.find("top_logprobs");
+  if (!chat) {
+    if (top && !top->is_null()) fail(ErrorKind::InvalidArgument, "field 'top_logprobs' is for chat requests; give 'logprobs': N");
+    return lp && !lp->is_null() ? static_cast<int>(integer(*lp, "logprobs", 0, 5)) : -1;
+  }
+  if (lp && !lp->is_null() && !lp->is_bool()) fail(ErrorKind::InvalidArgument, "field 'logprobs' must be a boolean");
+  const bool on = lp && lp->is_bool() && lp->as_bool();
+  const int n = top && !top->is_null() ? static_cast<int>(integer(*top, "top_logprobs", 0, 20)) : 0;
+  if (!on && top && !top->is_null()) fail(ErrorKind::InvalidArgument, "field 'top_logprobs' needs 'logprobs': true");
+  return on ? n : -1;
 }
 
 }  // namespace
@@ -98,8 +132,23 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
     s.seed = static_cast<uint64_t>(integer(*v, "seed", 0, std::numeric_limits<int64_t>::max()));
   if (const json::Value* v = body.find("n"); v && !v->is_null()) integer(*v, "n", 1, 1);  // one choice only
   if (const json::Value* v = body.find("stop")) r.stop = stops_of(*v);
+  r.top_logprobs = logprobs_of(body, r.chat);
+  if (const json::Value* v = body.find("ignore_eos"); v && !v->is_null()) {
+    if (!v->is_bool()) fail(ErrorKind::InvalidArgument, "field 'ignore_eos' must be a boolean");
+    r.ignore_eos = v->as_bool();
+  }
   validate(s);
   return r;
+}
+
+SequenceRequest sequence_request(const CompletionRequest& request, const Tokenizer& tok) {
+  SequenceRequest s;
+  s.prompt = tok.encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
+  s.sampling = request.sampling;
+  s.max_tokens = request.max_tokens;
+  if (!request.ignore_eos) s.stop_tokens = tok.eog_ids();
+  s.top_logprobs = request.top_logprobs;
+  return s;
 }
 
 }  // namespace ember

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "eval/log_softmax.h"
 #include "kv/kv_cache.h"
 #include "util/error.h"
 
@@ -19,7 +20,7 @@ const char* finish_reason_name(FinishReason r) {
 struct Scheduler::Sequence {
   Sequence(int id_, SequenceRequest&& r, int n_ctx)
       : id(id_), tokens(std::move(r.prompt)), n_prompt(tokens.size()), max_tokens(r.max_tokens),
-        stop(std::move(r.stop_tokens)), sampler(r.sampling, n_ctx) {
+        stop(std::move(r.stop_tokens)), top_logprobs(r.top_logprobs), sampler(r.sampling, n_ctx) {
     for (int32_t t : tokens) sampler.accept(t);
   }
   int id;
@@ -29,6 +30,7 @@ struct Scheduler::Sequence {
   int n_computed = 0;             // tokens in the KV cache
   int max_tokens;
   std::vector<int32_t> stop;
+  int top_logprobs;
   SamplerChain sampler;
   int remaining() const { return static_cast<int>(tokens.size()) - n_computed; }
   bool decoding() const { return tokens.size() > n_prompt && remaining() == 1; }
@@ -47,26 +49,30 @@ Scheduler::Scheduler(Context& ctx, const SchedulerOptions& options, Events event
     fail(ErrorKind::InvalidArgument, "the scheduler preempts sequences instead of shifting their context");
   for (int s = n_seq - 1; s >= 0; --s) free_slots_.push_back(s);
   need_.assign(n_seq, 0);
+  const KVCache& kv = ctx.kv_cache();
+  limits_ = SchedulerLimits{ctx.n_ctx(), kv.global_stats().total, kv.block_size()};
 }
 
 Scheduler::~Scheduler() {
   for (const auto& s : running_) ctx_.kv_clear(s->slot);
 }
 
-int Scheduler::submit(SequenceRequest request) {
+void check_request(const SequenceRequest& request, const SchedulerLimits& limits) {
   if (request.prompt.empty()) fail(ErrorKind::InvalidArgument, "empty prompt");
-  const size_t n_ctx = static_cast<size_t>(ctx_.n_ctx());
+  const size_t n_ctx = static_cast<size_t>(limits.n_ctx);
   const size_t longest = request.prompt.size() + static_cast<size_t>(std::max(1, request.max_tokens));
   if (request.prompt.size() >= n_ctx || (request.max_tokens > 0 && longest > n_ctx))
     fail(ErrorKind::ContextFull, "prompt of {} tokens + max_tokens {} exceed the context of {}", request.prompt.size(),
          request.max_tokens, n_ctx);
-  const KVCache& kv = ctx_.kv_cache();
-  const int pool_blocks = kv.global_stats().total;
-  const size_t blocks = (longest + kv.block_size() - 1) / kv.block_size();
-  if (pool_blocks > 0 && blocks > static_cast<size_t>(pool_blocks))
+  const size_t blocks = (longest + limits.block_size - 1) / limits.block_size;
+  if (limits.pool_blocks > 0 && blocks > static_cast<size_t>(limits.pool_blocks))
     fail(ErrorKind::OutOfMemory, "a request of {} tokens needs {} KV blocks of {} tokens, the pool has {}", longest,
-         blocks, kv.block_size(), pool_blocks);
+         blocks, limits.block_size, limits.pool_blocks);
   validate(request.sampling);
+}
+
+int Scheduler::submit(SequenceRequest request) {
+  check_request(request, limits_);
   stats_.prompt_tokens += static_cast<int64_t>(request.prompt.size());
   waiting_.push_back(std::make_unique<Sequence>(next_id_, std::move(request), ctx_.n_ctx()));
   return next_id_++;
@@ -172,6 +178,18 @@ std::vector<Scheduler::Chunk> Scheduler::plan_batch() {
   return plan;
 }
 
+TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n_top) {
+  const eval::LogSoftmaxRow row = eval::log_softmax_row(logits);
+  TokenLogprobs out{token, static_cast<float>(eval::log_prob(logits, row, token)), {}};
+  std::vector<int32_t> ids(logits.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  const size_t k = std::min<size_t>(n_top, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  for (size_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], static_cast<float>(eval::log_prob(logits, row, ids[i])));
+  return out;
+}
+
 void Scheduler::sample(Sequence& s, std::span<const float> logits) {
   const int32_t token = s.sampler.sample(logits);
   stats_.generated_tokens += 1;
@@ -180,6 +198,7 @@ void Scheduler::sample(Sequence& s, std::span<const float> logits) {
     return;
   }
   s.tokens.push_back(token);
+  if (s.top_logprobs >= 0 && events_.on_logprobs) events_.on_logprobs(s.id, token_logprobs(logits, token, s.top_logprobs));
   if (events_.on_token) events_.on_token(s.id, token);
   const int generated = static_cast<int>(s.tokens.size() - s.n_prompt);
   if ((s.max_tokens >= 0 && generated >= s.max_tokens) || s.tokens.size() >= static_cast<size_t>(ctx_.n_ctx()))

@@ -13,6 +13,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "model/model.h"
@@ -26,7 +28,28 @@ struct SequenceRequest {
   SamplingParams sampling;           // its own seed, penalties, temperature ...
   int max_tokens = -1;               // generated tokens at most; < 0: until a stop token or the context ends
   std::vector<int32_t> stop_tokens;  // end generation (not emitted): the tokenizer's end-of-generation ids
+  int top_logprobs = -1;             // >= 0: report each token's log-probability and this many likeliest
 };
+
+// A generated token's log-probability under the model (its logits before sampling), with
+// the likeliest tokens of that step, most likely first.
+struct TokenLogprobs {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
+// What a request must satisfy to ever run; fixed when the scheduler is built, so other
+// threads may check requests against a copy.
+struct SchedulerLimits {
+  int n_ctx = 0;
+  int pool_blocks = 0;  // of the global layers; 0: no pool limit
+  int block_size = 1;
+};
+// Throws what Scheduler::submit throws for a request that cannot run.
+void check_request(const SequenceRequest& request, const SchedulerLimits& limits);
+// `token`'s log-probability in a logits row and the n_top likeliest (ties: lower id first).
+TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n_top);
 
 enum class FinishReason { Stop, Length, Cancelled };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled"
@@ -48,10 +71,12 @@ struct SchedulerStats {
 class Scheduler {
  public:
   // on_token(id, token) for every generated token but stop tokens; on_finish(id, reason)
-  // once per sequence, after which its id is forgotten.
+  // once per sequence, after which its id is forgotten; on_logprobs just before on_token,
+  // for sequences that asked for them.
   struct Events {
     std::function<void(int id, int32_t token)> on_token;
     std::function<void(int id, FinishReason reason)> on_finish;
+    std::function<void(int id, const TokenLogprobs& logprobs)> on_logprobs;
   };
   Scheduler(Context& ctx, const SchedulerOptions& options, Events events);
   ~Scheduler();
@@ -71,6 +96,7 @@ class Scheduler {
   size_t n_running() const { return running_.size(); }
   size_t n_waiting() const { return waiting_.size(); }
   const SchedulerStats& stats() const { return stats_; }
+  const SchedulerLimits& limits() const { return limits_; }
 
  private:
   struct Sequence;
@@ -97,6 +123,7 @@ class Scheduler {
   std::vector<int> need_;                            // per slot: tokens planned this step
   Batch batch_;
   SchedulerStats stats_;
+  SchedulerLimits limits_;
 };
 
 }  // namespace ember

@@ -1,0 +1,142 @@
+// `ember serve`: an OpenAI-compatible HTTP server on the continuous-batching scheduler.
+//
+//   ember serve -m model.gguf [--host 127.0.0.1] [--port 8080] [-np 16] [--api-key KEY] [-c N]
+//
+// It listens first (GET /health answers 503 while the model loads), then serves until
+// SIGTERM or SIGINT: new requests get 503, running ones finish (--shutdown finish, the
+// default) or end at once (--shutdown cancel), and it exits 0.
+#include <fmt/format.h>
+
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/generation_flags.h"
+#include "server/http_server.h"
+#include "tokenizer/chat_template.h"
+#include "util/error.h"
+
+namespace ember::cli {
+namespace {
+
+struct ServeFlags {
+  GenerationFlags gen;
+  server::ServerOptions http;
+  std::string alias;
+  std::string chat_template;
+  std::string shutdown = "finish";
+  int n_parallel = 16;
+  int batch_tokens = 512;
+  int kv_size = 0;
+  int max_queue = 64;
+  size_t max_body_kib = 4096;
+};
+
+void check(const ServeFlags& f) {
+  if (f.n_parallel < 1 || f.n_parallel > 256) fail(ErrorKind::InvalidArgument, "-np {} must be in 1..256", f.n_parallel);
+  if (f.batch_tokens < 1) fail(ErrorKind::InvalidArgument, "--batch-tokens {} must be at least 1", f.batch_tokens);
+  if (f.kv_size < 0) fail(ErrorKind::InvalidArgument, "--kv-size {} must be >= 0", f.kv_size);
+  if (f.max_queue < 0) fail(ErrorKind::InvalidArgument, "--max-queue {} must be >= 0", f.max_queue);
+  if (f.http.port < 0 || f.http.port > 65535) fail(ErrorKind::InvalidArgument, "--port {} must be in 0..65535", f.http.port);
+  if (f.http.max_connections < 1) fail(ErrorKind::InvalidArgument, "--max-connections must be at least 1");
+  if (f.shutdown != "finish" && f.shutdown != "cancel")
+    fail(ErrorKind::InvalidArgument, "--shutdown '{}' must be finish or cancel", f.shutdown);
+  if (f.gen.context_shift) fail(ErrorKind::InvalidArgument, "--context-shift: serve preempts instead of shifting");
+  if (!f.gen.draft.model_path.empty() || f.gen.draft.ngram > 0)
+    fail(ErrorKind::Unsupported, "--draft/--draft-ngram: speculative decoding is not yet combined with continuous batching");
+}
+
+// SIGTERM and SIGINT wait for sigwait() in the main thread; every thread started later
+// inherits the mask, so no handler runs inside the server.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a signal
+  return set;
+}
+
+int run_serve(ServeFlags& f) {
+  finish_generation_flags(f.gen);
+  check(f);
+  const sigset_t stop_signals = block_stop_signals();
+  f.http.max_body_bytes = f.max_body_kib * 1024;
+  server::ServerMetrics metrics;
+  server::HttpServer http(f.http, metrics);
+  const int port = http.bind();
+  std::thread listener([&] { http.listen(); });
+  fmt::print(stderr, "serve: listening on http://{}:{} (loading {})\n", f.http.host, port, f.gen.model);
+
+  ModelSetup setup = model_setup(f.gen);
+  setup.context.n_seq = f.n_parallel;
+  setup.context.n_batch = std::max(setup.context.n_batch, f.batch_tokens);
+  setup.context.kv_blocks = (f.kv_size + 31) / 32;
+  LoadedModel m;
+  try {
+    m = load_model(setup);
+  } catch (...) {
+    http.stop();
+    listener.join();
+    throw;
+  }
+  std::string warning;
+  const ChatTemplate tmpl = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
+  if (!warning.empty()) fmt::print(stderr, "{}\n", warning);
+  server::EngineOptions eo{SchedulerOptions{f.n_parallel, f.batch_tokens}, f.max_queue};
+  auto engine = std::make_unique<server::ServingEngine>(*m.context, *m.tokenizer, eo, metrics);
+  server::ServedModel served;
+  served.engine = engine.get();
+  served.tokenizer = m.tokenizer.get();
+  served.api.model_name = f.alias.empty() ? std::filesystem::path(f.gen.model).filename().string() : f.alias;
+  served.api.defaults = CompletionDefaults{sampling_params(f.gen), f.gen.n_predict};
+  served.api.chat_template = &tmpl;
+  served.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  http.attach(served);
+  fmt::print(stderr, "serve: ready: model '{}', {} sequences of {} tokens, {} KV blocks\n", served.api.model_name,
+             f.n_parallel, m.context->n_ctx(), engine->snapshot().kv.empty() ? 0 : engine->snapshot().kv[0].total);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  fmt::print(stderr, "serve: {}: {} the running requests, then exiting\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+             f.shutdown == "finish" ? "finishing" : "cancelling");
+  http.start_draining();
+  engine->shut_down(f.shutdown == "finish");
+  http.stop();
+  listener.join();
+  return 0;
+}
+
+}  // namespace
+
+void add_serve(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching");
+  add_model_flags(cmd, flags->gen);
+  cmd->add_option("--host", flags->http.host, "address to listen on (loopback by default)")->capture_default_str();
+  cmd->add_option("--port", flags->http.port, "port (0: any free one, printed)")->capture_default_str();
+  cmd->add_option("--parallel", flags->n_parallel, "sequences decoded together (-np)")->capture_default_str();
+  cmd->add_option("--api-key", flags->http.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
+  cmd->add_option("--alias", flags->alias, "the model's name in the API (default: the file name)");
+  cmd->add_option("-n,--n-predict", flags->gen.n_predict, "max_tokens of requests that give none (-1: the context)")
+      ->capture_default_str();
+  cmd->add_option("--batch-tokens", flags->batch_tokens, "tokens per scheduler step (prompt chunks + decodes)")
+      ->capture_default_str();
+  cmd->add_option("--kv-size", flags->kv_size, "tokens the KV block pool holds in all (0: every sequence at -c)")
+      ->capture_default_str();
+  cmd->add_option("--max-queue", flags->max_queue, "requests waiting for a sequence before new ones get 503")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", flags->http.max_connections, "connections served at once")->capture_default_str();
+  cmd->add_option("--max-body", flags->max_body_kib, "largest request body in KiB (413 beyond)")->capture_default_str();
+  cmd->add_option("--timeout", flags->http.read_timeout_s, "seconds a client may take to send its request")
+      ->capture_default_str();
+  cmd->add_option("--shutdown", flags->shutdown, "on SIGTERM: finish or cancel the running requests")->capture_default_str();
+  cmd->add_option("--chat-template", flags->chat_template, "template for chat requests (default: the model's)");
+  add_sampling_flags(cmd, flags->gen);
+  add_draft_flags(cmd, flags->gen);
+  cmd->callback([flags] { set_exit_code(guarded("serve", [&] { return run_serve(*flags); })); });
+}
+
+}  // namespace ember::cli

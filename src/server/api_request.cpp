@@ -1,0 +1,78 @@
+#include "server/api_request.h"
+
+#include "server/api_error.h"
+#include "util/error.h"
+#include "util/json.h"
+
+namespace ember::server {
+namespace {
+
+bool flag(const json::Value& body, const char* field) {
+  const json::Value* v = body.find(field);
+  if (!v || v->is_null()) return false;
+  if (!v->is_bool()) throw bad_request(fmt::format("field '{}' must be a boolean", field));
+  return v->as_bool();
+}
+
+// Fields that would change the answer in ways ember does not implement.
+void refuse_unsupported(const json::Value& body) {
+  for (const char* field : {"tools", "functions", "tool_choice", "function_call", "suffix", "logit_bias", "best_of"}) {
+    const json::Value* v = body.find(field);
+    if (!v || v->is_null()) continue;
+    const bool harmless = (v->is_array() && v->as_array().empty()) || (v->is_object() && v->as_object().empty()) ||
+                          (std::string_view(field) == "best_of" && v->is_integer() && v->as_int() == 1) ||
+                          (std::string_view(field) == "tool_choice" && v->is_string() && v->as_string() == "none");
+    if (!harmless) throw bad_request(fmt::format("field '{}' is not supported by ember", field));
+  }
+  if (flag(body, "echo")) throw bad_request("field 'echo' is not supported by ember");
+  if (const json::Value* v = body.find("response_format"); v && !v->is_null()) {
+    const json::Value* type = v->is_object() ? v->find("type") : nullptr;
+    if (!type || !type->is_string() || type->as_string() != "text")
+      throw bad_request("field 'response_format': only {\"type\": \"text\"} is supported");
+  }
+}
+
+void check_model(const json::Value& body, const std::string& served) {
+  const json::Value* v = body.find("model");
+  if (!v || v->is_null()) return;
+  if (!v->is_string()) throw bad_request("field 'model' must be a string");
+  if (v->as_string() != served)
+    throw ApiError(404, "invalid_request_error", fmt::format("model '{}' does not exist; this server has '{}'", v->as_string(), served),
+                   "model", "model_not_found");
+}
+
+void check_endpoint(const json::Value& body, Endpoint endpoint) {
+  if (endpoint == Endpoint::ChatCompletions && !body.find("messages"))
+    throw bad_request("field 'messages' is required by /v1/chat/completions");
+  if (endpoint == Endpoint::Completions && !body.find("prompt"))
+    throw bad_request("field 'prompt' is required by /v1/completions");
+}
+
+}  // namespace
+
+ApiRequest read_api_request(std::string_view text, Endpoint endpoint, const ApiContext& context) {
+  json::Value body;
+  try {
+    body = json::parse(text, "request body");
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_request_error", e.what(), "", "invalid_json");
+  }
+  if (!body.is_object()) throw bad_request("the request body must be a JSON object");
+  check_model(body, context.model_name);
+  check_endpoint(body, endpoint);
+  refuse_unsupported(body);
+  ApiRequest r;
+  r.stream = flag(body, "stream");
+  if (const json::Value* so = body.find("stream_options"); so && !so->is_null()) {
+    if (!so->is_object()) throw bad_request("field 'stream_options' must be an object");
+    r.include_usage = flag(*so, "include_usage");
+  }
+  try {
+    r.completion = parse_completion_request(body, context.defaults, *context.chat_template);
+  } catch (const Error& e) {
+    throw bad_request(e.what());
+  }
+  return r;
+}
+
+}  // namespace ember::server

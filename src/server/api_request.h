@@ -1,0 +1,29 @@
+// A POST /v1/completions or /v1/chat/completions body read into what the engine runs:
+// the shared OpenAI fields (engine/completion_request.h) plus what only HTTP has (stream,
+// stream_options, model). Fields ember cannot honour are refused, not ignored, so a client
+// never gets a silently different answer. Throws ApiError (400) naming the field.
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "engine/completion_request.h"
+
+namespace ember::server {
+
+enum class Endpoint { Completions, ChatCompletions };
+
+struct ApiRequest {
+  CompletionRequest completion;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
+};
+
+struct ApiContext {
+  std::string model_name;  // requests naming another model are refused
+  CompletionDefaults defaults;
+  const ChatTemplate* chat_template = nullptr;
+};
+
+ApiRequest read_api_request(std::string_view body, Endpoint endpoint, const ApiContext& context);
+
+}  // namespace ember::server

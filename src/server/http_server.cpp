@@ -1,0 +1,187 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <semaphore>
+
+#include "server/api_error.h"
+#include "server/auth.h"
+#include "server/completion_handler.h"
+#include "server/openapi_document.h"
+#include "util/error.h"
+#include "util/json.h"
+
+namespace ember::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// httplib's thread pool queues every accepted connection without bound; this one lets
+// max_connections be served at once and makes the accept loop wait for a free worker.
+class ConnectionLimiter : public httplib::TaskQueue {
+ public:
+  explicit ConnectionLimiter(int n) : pool_(n), free_(n) {}
+  void enqueue(std::function<void()> fn) override {
+    free_.acquire();
+    pool_.enqueue([this, fn = std::move(fn)] {
+      fn();
+      free_.release();
+    });
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  httplib::ThreadPool pool_;
+  std::counting_semaphore<> free_;
+};
+
+void send_json(httplib::Response& res, int status, const Json& j) {
+  res.status = status;
+  res.set_content(j.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  if (e.status == 503) res.set_header("Retry-After", "1");
+  res.set_content(error_body(e), "application/json");
+}
+
+json::Value object_body(const httplib::Request& req) {
+  json::Value body;
+  try {
+    body = json::parse(req.body, "request body");
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_request_error", e.what(), "", "invalid_json");
+  }
+  if (!body.is_object()) throw bad_request("the request body must be a JSON object");
+  return body;
+}
+
+bool bool_field(const json::Value& body, const char* field, bool fallback) {
+  const json::Value* v = body.find(field);
+  if (!v || v->is_null()) return fallback;
+  if (!v->is_bool()) throw bad_request(fmt::format("field '{}' must be a boolean", field));
+  return v->as_bool();
+}
+
+// llama-server's /tokenize: {"content", "add_special", "parse_special"} -> {"tokens"}.
+Json tokenize(const Tokenizer& tok, const json::Value& body) {
+  const json::Value* content = body.find("content");
+  if (!content || !content->is_string()) throw bad_request("field 'content' must be a string");
+  const auto ids = tok.encode(content->as_string(), bool_field(body, "add_special", false), bool_field(body, "parse_special", true));
+  return Json{{"tokens", ids}};
+}
+
+Json detokenize(const Tokenizer& tok, const json::Value& body) {
+  const json::Value* tokens = body.find("tokens");
+  if (!tokens || !tokens->is_array()) throw bad_request("field 'tokens' must be an array of token ids");
+  std::vector<int32_t> ids;
+  for (const json::Value& t : tokens->as_array()) {
+    if (!t.is_integer() || t.as_int() < 0 || t.as_int() >= tok.n_vocab())
+      throw bad_request(fmt::format("field 'tokens': every id must be an integer in [0, {})", tok.n_vocab()));
+    ids.push_back(static_cast<int32_t>(t.as_int()));
+  }
+  return Json{{"content", tok.decode(ids)}};
+}
+
+}  // namespace
+
+HttpServer::HttpServer(const ServerOptions& options, ServerMetrics& metrics)
+    : opts_(options), metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
+  const int n = std::max(1, opts_.max_connections);
+  http_->new_task_queue = [n] { return new ConnectionLimiter(n); };
+  http_->set_payload_max_length(opts_.max_body_bytes);
+  http_->set_read_timeout(opts_.read_timeout_s, 0);
+  routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  const int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host) : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
+  if (port < 0) fail(ErrorKind::Io, "cannot listen on {}:{} (in use, or not an address of this machine)", opts_.host, opts_.port);
+  return port;
+}
+
+void HttpServer::listen() { http_->listen_after_bind(); }
+
+void HttpServer::attach(const ServedModel& model) {
+  model_ = model;
+  ready_ = true;
+}
+
+void HttpServer::start_draining() { draining_ = true; }
+
+void HttpServer::stop() { http_->stop(); }
+
+bool HttpServer::authorized(const std::string& authorization) const {
+  return opts_.api_key.empty() || bearer_matches(authorization, opts_.api_key);
+}
+
+void HttpServer::routes() {
+  httplib::Server& s = *http_;
+  // Every answer but /health and the API document needs the key; the model must be loaded
+  // for everything but /health, /metrics and the document.
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const bool open = req.path == "/health" || req.path == "/openapi.json";
+    if (!open && !authorized(req.get_header_value("Authorization"))) {
+      send_error(res, ApiError(401, "authentication_error", "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!open && req.path != "/metrics" && !ready_) {
+      send_error(res, ApiError(503, "server_error", "the model is still loading", "", "loading"));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, "server_error", e.what()));
+    }
+  });
+  s.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics_.count_response(res.status); });
+  // Errors httplib answers itself (unknown path, body too large, malformed request line).
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string what = res.status == 404 ? fmt::format("no route for {} {}", req.method, req.path)
+                           : res.status == 413 ? "the request body is too large"
+                                               : fmt::format("HTTP {}", res.status);
+    send_error(res, ApiError(res.status, "invalid_request_error", what));
+  });
+
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    const char* status = draining_ ? "shutting down" : ready_ ? "ok" : "loading";
+    send_json(res, ready_ && !draining_ ? 200 : 503, Json{{"status", status}});
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(ready_ ? model_.engine->snapshot() : EngineSnapshot{}), "text/plain; version=0.0.4");
+  });
+  s.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(openapi_document()), "application/json");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const Json model{{"id", model_.api.model_name}, {"object", "model"}, {"created", model_.created}, {"owned_by", "ember"}};
+    send_json(res, 200, Json{{"object", "list"}, {"data", Json::array({model})}});
+  });
+  auto completion = [this](Endpoint endpoint) {
+    return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
+      if (draining_) throw ApiError(503, "server_error", "the server is shutting down", "", "shutting_down");
+      handle_completion(model_, endpoint, req, res);
+    };
+  };
+  s.Post("/v1/completions", completion(Endpoint::Completions));
+  s.Post("/v1/chat/completions", completion(Endpoint::ChatCompletions));
+  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200, tokenize(*model_.tokenizer, object_body(req)));
+  });
+  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200, detokenize(*model_.tokenizer, object_body(req)));
+  });
+}
+
+}  // namespace ember::server

@@ -1,0 +1,58 @@
+// `ember serve`'s HTTP side (cpp-httplib): routes, authentication, limits, and the
+// translation between OpenAI requests and the serving engine. It listens before the model
+// is loaded (GET /health says 503 "loading" until attach()), so a supervisor can watch it.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "server/api_request.h"
+#include "server/metrics.h"
+#include "server/serving_engine.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace ember::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;                     // 0: any free port (the chosen one is returned by bind)
+  std::string api_key;                 // empty: no authentication
+  size_t max_body_bytes = 4u << 20;    // 413 beyond
+  int max_connections = 128;           // served at once; more wait in the kernel's backlog
+  int read_timeout_s = 30;             // a client that stops sending its request
+};
+
+// What the server answers with once the model is loaded.
+struct ServedModel {
+  ServingEngine* engine = nullptr;
+  const Tokenizer* tokenizer = nullptr;
+  ApiContext api;
+  int64_t created = 0;  // unix seconds, for /v1/models
+};
+
+class HttpServer {
+ public:
+  HttpServer(const ServerOptions& options, ServerMetrics& metrics);
+  ~HttpServer();
+
+  int bind();      // throws Error(Io) naming the address; returns the port
+  void listen();   // blocks until stop()
+  void attach(const ServedModel& model);  // from now on requests reach the engine
+  void start_draining();                  // new generation requests get 503, /health 503
+  void stop();
+
+ private:
+  void routes();
+  bool authorized(const std::string& authorization) const;
+
+  ServerOptions opts_;
+  ServerMetrics& metrics_;
+  std::unique_ptr<httplib::Server> http_;
+  ServedModel model_;
+  std::atomic<bool> ready_{false}, draining_{false};
+};
+
+}  // namespace ember::server

@@ -1,0 +1,169 @@
+#include "server/serving_engine.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <utility>
+
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace ember::server {
+
+ServingEngine::ServingEngine(Context& ctx, const Tokenizer& tok, const EngineOptions& options, ServerMetrics& metrics)
+    : ctx_(ctx), tok_(tok), opts_(options), metrics_(metrics), sched_(make_scheduler()), limits_(sched_->limits()) {
+  publish();
+  thread_ = std::thread([this] { loop(); });
+}
+
+std::unique_ptr<Scheduler> ServingEngine::make_scheduler() {
+  return std::make_unique<Scheduler>(ctx_, opts_.scheduler,
+                                     Scheduler::Events{[this](int id, int32_t token) { on_token(id, token); },
+                                                       [this](int id, FinishReason reason) { on_finish(id, reason); },
+                                                       [this](int id, const TokenLogprobs& lp) {
+                                                         Active& a = active_.at(id);
+                                                         a.have_logprobs = true;
+                                                         a.logprobs = lp;
+                                                       }});
+}
+
+ServingEngine::~ServingEngine() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+ServingEngine::Admission ServingEngine::submit(SequenceRequest request, std::vector<std::string> stops,
+                                               std::shared_ptr<ResponseStream> stream, Clock::time_point arrival) {
+  {
+    std::lock_guard lock(mu_);
+    if (!accepting_) return Admission::ShuttingDown;
+    if (queued_submits_ + snapshot_.waiting >= opts_.max_queue) return Admission::QueueFull;
+    inbox_.push_back(Command{false, std::move(request), std::move(stops), std::move(stream), arrival});
+    queued_submits_ += 1;
+    idle_now_ = false;
+  }
+  wake_.notify_all();
+  return Admission::Queued;
+}
+
+void ServingEngine::cancel(const std::shared_ptr<ResponseStream>& stream) {
+  {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(Command{true, {}, {}, stream, {}});
+  }
+  wake_.notify_all();
+}
+
+void ServingEngine::shut_down(bool finish_running) {
+  std::unique_lock lock(mu_);
+  accepting_ = false;
+  cancel_all_ = !finish_running;
+  wake_.notify_all();
+  idle_.wait(lock, [&] { return idle_now_; });
+}
+
+EngineSnapshot ServingEngine::snapshot() const {
+  std::lock_guard lock(mu_);
+  return snapshot_;
+}
+
+void ServingEngine::loop() {
+  for (;;) {
+    std::vector<Command> commands;
+    bool cancel_all = false;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || cancel_all_ || !inbox_.empty() || !sched_->idle(); });
+      if (stopping_) break;
+      commands.swap(inbox_);
+      queued_submits_ = 0;
+      cancel_all = std::exchange(cancel_all_, false);
+    }
+    for (Command& c : commands) apply(c);
+    if (cancel_all)
+      for (const auto& [id, a] : active_) sched_->cancel(id);
+    try {
+      sched_->step();
+    } catch (const std::exception& e) {  // a broken step must not leave clients waiting forever
+      fmt::print(stderr, "serve: a decode step failed: {}; ending its requests\n", e.what());
+      end_all("error");
+    }
+    publish();
+  }
+  end_all("cancelled");
+}
+
+void ServingEngine::apply(Command& c) {
+  if (c.cancel) {
+    if (auto it = id_of_.find(c.stream.get()); it != id_of_.end()) sched_->cancel(it->second);
+    return;
+  }
+  try {
+    const int id = sched_->submit(std::move(c.request));
+    id_of_[c.stream.get()] = id;
+    active_.emplace(id, Active{c.stream, StreamingDecoder(tok_), StopStringFilter(std::move(c.stops)), c.arrival, c.arrival});
+  } catch (const Error& e) {  // checked before it was queued: only a bug lands here
+    fmt::print(stderr, "serve: a request was refused after it was queued: {}\n", e.what());
+    c.stream->finish("error", 0);
+  }
+}
+
+void ServingEngine::on_token(int id, int32_t token) {
+  Active& a = active_.at(id);
+  const Clock::time_point now = Clock::now();
+  const double since = std::chrono::duration<double>(now - (a.tokens == 0 ? a.arrival : a.last)).count();
+  if (a.tokens == 0) metrics_.observe_ttft(since);
+  else metrics_.observe_itl(since);
+  a.last = now;
+  a.tokens += 1;
+  const bool was_stopped = a.filter.stopped();
+  const std::string text = a.filter.push(a.decoder.push(token));
+  a.stream->deliver(text, a.have_logprobs && !was_stopped ? &a.logprobs : nullptr, !was_stopped);
+  a.have_logprobs = false;
+  if (a.filter.stopped() && !was_stopped) sched_->cancel(id);
+}
+
+void ServingEngine::on_finish(int id, FinishReason reason) {
+  auto it = active_.find(id);
+  Active& a = it->second;
+  std::string text = a.filter.push(a.decoder.flush());
+  text += a.filter.flush();
+  if (!text.empty()) a.stream->deliver(text, nullptr, false);
+  const char* name = a.filter.stopped() ? "stop" : finish_reason_name(reason);
+  a.stream->finish(name, 0);
+  id_of_.erase(a.stream.get());
+  active_.erase(it);
+}
+
+void ServingEngine::end_all(const char* reason) {
+  for (auto& [id, a] : active_) a.stream->finish(reason, 0);
+  active_.clear();
+  id_of_.clear();
+  sched_ = make_scheduler();  // the old one frees every sequence's blocks
+}
+
+void ServingEngine::publish() {
+  const SchedulerStats& st = sched_->stats();
+  EngineSnapshot s;
+  s.running = static_cast<int>(sched_->n_running());
+  s.waiting = static_cast<int>(sched_->n_waiting());
+  s.kv = ctx_.kv_cache().stats();
+  s.prompt_tokens = st.prompt_tokens;
+  s.cached_tokens = st.cached_tokens;
+  s.generated_tokens = st.generated_tokens;
+  s.preemptions = st.preemptions;
+  bool idle = false;
+  {
+    std::lock_guard lock(mu_);
+    snapshot_ = std::move(s);
+    idle = idle_now_ = sched_->idle() && inbox_.empty();
+  }
+  if (idle) idle_.notify_all();
+}
+
+}  // namespace ember::server
