@@ -1,21 +1,18 @@
 #include "util/json.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
-#include "util/utf8.h"
-
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
+#include <cstddef>
+#include <iterator>
 #include <limits>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace ember::json {
 
 namespace {
-
-constexpr int kMaxDepth = 256;
 
 const char* kind_name(Value::Kind k) {
   switch (k) {
@@ -29,190 +26,123 @@ const char* kind_name(Value::Kind k) {
   return "?";
 }
 
-class Parser {
+// A const char* that publishes how far nlohmann has read: its SAX events carry no byte
+// offset, and the depth-limit error wants one.
+class Cursor {
  public:
-  Parser(std::string_view text, std::string_view source) : t_(text), src_(source) {}
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
 
-  Value document() {
-    Value v = value(0);
-    ws();
-    if (p_ != t_.size()) error("unexpected text after the value");
-    return v;
+  Cursor(const char* p, const char** read_to) : p_(p), read_to_(read_to) {}
+  reference operator*() const { return *p_; }
+  Cursor& operator++() {
+    *read_to_ = ++p_;
+    return *this;
   }
+  Cursor operator++(int) {
+    Cursor before = *this;
+    ++*this;
+    return before;
+  }
+  bool operator==(const Cursor& o) const { return p_ == o.p_; }
 
  private:
-  [[noreturn]] void error(std::string_view what) const {
-    fail(ErrorKind::Format, "{}: JSON {} at byte {}", src_, what, p_);
+  const char* p_;
+  const char** read_to_;
+};
+
+// nlohmann's what() reads "[json.exception.parse_error.101] parse error at line 1, column 5:
+// <reason>; last read: '<token>'; expected ...". The byte offset replaces line and column,
+// and the echoed token goes because it carries raw (possibly invalid UTF-8) input bytes.
+std::string reason_of(std::string_view what, const std::string& last_token) {
+  if (const size_t tag = what.find("] "); tag != std::string_view::npos) what.remove_prefix(tag + 2);
+  if (what.starts_with("parse error"))
+    if (const size_t colon = what.find(": "); colon != std::string_view::npos) what.remove_prefix(colon + 2);
+  std::string reason(what);
+  const std::string echo = "; last read: '" + last_token + "'";
+  if (const size_t at = reason.find(echo); at != std::string::npos) reason.erase(at, echo.size());
+  return reason;
+}
+
+// Builds Values straight from nlohmann's SAX events. Containers under construction wait on
+// an explicit stack, so neither nlohmann's parser (iterative) nor this recurses per level.
+class Builder final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  Builder(const char* begin, const char* const& read_to) : begin_(begin), read_to_(read_to) {}
+
+  bool null() override { return add(Value::make_null()); }
+  bool boolean(bool b) override { return add(Value::make_bool(b)); }
+  bool number_integer(number_integer_t i) override { return add(Value::make_number(static_cast<double>(i), true, i)); }
+  bool number_unsigned(number_unsigned_t u) override {
+    // Above INT64_MAX there is no exact int64: a plain number, like any integer out of range.
+    const bool fits = u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    return add(Value::make_number(static_cast<double>(u), fits, fits ? static_cast<int64_t>(u) : 0));
   }
-  void ws() {
-    while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\t' || t_[p_] == '\n' || t_[p_] == '\r')) ++p_;
-  }
-  bool literal(std::string_view word) {
-    if (t_.substr(p_, word.size()) != word) return false;
-    p_ += word.size();
+  bool number_float(number_float_t d, const string_t&) override { return add(Value::make_number(d, false, 0)); }
+  bool string(string_t& s) override { return add(Value::make_string(std::move(s))); }
+  bool binary(binary_t&) override { return false; }  // only the binary formats produce these
+  bool start_object(std::size_t) override { return open(true); }
+  bool key(string_t& k) override {
+    open_.back().key = std::move(k);
     return true;
   }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
 
-  Value value(int depth) {
-    if (depth > kMaxDepth) error("nesting too deep");
-    ws();
-    if (p_ >= t_.size()) error("ends where a value was expected");
-    const char c = t_[p_];
-    if (c == '{') return object(depth);
-    if (c == '[') return array(depth);
-    if (c == '"') return Value::make_string(string());
-    if (literal("true")) return Value::make_bool(true);
-    if (literal("false")) return Value::make_bool(false);
-    if (literal("null")) return Value::make_null();
-    if (c == '-' || (c >= '0' && c <= '9')) return number();
-    error("has an unexpected character");
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception& e) override {
+    // `position` counts the bytes read, the offending one (or the end of input) included.
+    error_at_ = position > 0 ? position - 1 : 0;
+    error_ = reason_of(e.what(), last_token);
+    return false;
   }
 
-  Value object(int depth) {
-    ++p_;  // {
-    std::vector<std::pair<std::string, Value>> members;
-    ws();
-    if (p_ < t_.size() && t_[p_] == '}') {
-      ++p_;
-      return Value::make_object(std::move(members));
-    }
-    for (;;) {
-      ws();
-      if (p_ >= t_.size() || t_[p_] != '"') error("expects a string key");
-      std::string key = string();
-      ws();
-      if (p_ >= t_.size() || t_[p_] != ':') error("expects ':' after a key");
-      ++p_;
-      Value v = value(depth + 1);
-      members.emplace_back(std::move(key), std::move(v));
-      ws();
-      if (p_ < t_.size() && t_[p_] == ',') {
-        ++p_;
-        continue;
-      }
-      if (p_ < t_.size() && t_[p_] == '}') {
-        ++p_;
-        return Value::make_object(std::move(members));
-      }
-      error("expects ',' or '}' in an object");
-    }
-  }
+  Value& root() { return root_; }
+  const std::string& error() const { return error_; }
+  size_t error_at() const { return error_at_; }
 
-  Value array(int depth) {
-    ++p_;  // [
+ private:
+  struct Frame {
+    bool is_object = false;
     std::vector<Value> items;
-    ws();
-    if (p_ < t_.size() && t_[p_] == ']') {
-      ++p_;
-      return Value::make_array(std::move(items));
+    std::vector<std::pair<std::string, Value>> members;
+    std::string key;  // the member whose value comes next
+  };
+
+  bool add(Value v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+    } else if (Frame& f = open_.back(); f.is_object) {
+      f.members.emplace_back(std::move(f.key), std::move(v));
+    } else {
+      f.items.push_back(std::move(v));
     }
-    for (;;) {
-      items.push_back(value(depth + 1));
-      ws();
-      if (p_ < t_.size() && t_[p_] == ',') {
-        ++p_;
-        continue;
-      }
-      if (p_ < t_.size() && t_[p_] == ']') {
-        ++p_;
-        return Value::make_array(std::move(items));
-      }
-      error("expects ',' or ']' in an array");
+    return true;
+  }
+  bool open(bool is_object) {
+    if (open_.size() == kMaxDepth) {
+      error_at_ = static_cast<size_t>(read_to_ - begin_) - 1;  // the bracket just read
+      error_ = fmt::format("nests deeper than {} arrays and objects", kMaxDepth);
+      return false;
     }
+    open_.emplace_back().is_object = is_object;
+    return true;
+  }
+  bool close() {
+    Frame f = std::move(open_.back());
+    open_.pop_back();
+    return add(f.is_object ? Value::make_object(std::move(f.members)) : Value::make_array(std::move(f.items)));
   }
 
-  unsigned hex4() {
-    if (t_.size() - p_ < 4) error("has a short \\u escape");
-    unsigned v = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char h = t_[p_++];
-      v <<= 4;
-      if (h >= '0' && h <= '9') v |= static_cast<unsigned>(h - '0');
-      else if (h >= 'a' && h <= 'f') v |= static_cast<unsigned>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') v |= static_cast<unsigned>(h - 'A' + 10);
-      else error("has a bad \\u escape");
-    }
-    return v;
-  }
-
-  std::string string() {
-    ++p_;  // opening quote
-    std::string out;
-    for (;;) {
-      if (p_ >= t_.size()) error("has an unterminated string");
-      const char c = t_[p_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) error("has a control character in a string");
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (p_ >= t_.size()) error("has an unterminated escape");
-      const char e = t_[p_++];
-      switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'u': {
-          unsigned cp = hex4();
-          if (cp >= 0xD800 && cp < 0xDC00) {  // high surrogate: a low one must follow
-            if (t_.substr(p_, 2) != "\\u") error("has an unpaired surrogate");
-            p_ += 2;
-            const unsigned lo = hex4();
-            if (lo < 0xDC00 || lo >= 0xE000) error("has an unpaired surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          } else if (cp >= 0xDC00 && cp < 0xE000) {
-            error("has an unpaired surrogate");
-          }
-          append_utf8(out, cp);
-          break;
-        }
-        default: error("has an unknown escape");
-      }
-    }
-  }
-
-  Value number() {
-    const size_t start = p_;
-    bool is_int = true;
-    if (t_[p_] == '-') ++p_;
-    auto digits = [&] {
-      const size_t d = p_;
-      while (p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '9') ++p_;
-      if (p_ == d) error("has a malformed number");
-    };
-    digits();
-    if (p_ < t_.size() && t_[p_] == '.') {
-      ++p_;
-      is_int = false;
-      digits();
-    }
-    if (p_ < t_.size() && (t_[p_] == 'e' || t_[p_] == 'E')) {
-      ++p_;
-      is_int = false;
-      if (p_ < t_.size() && (t_[p_] == '+' || t_[p_] == '-')) ++p_;
-      digits();
-    }
-    const std::string text(t_.substr(start, p_ - start));
-    const double d = std::strtod(text.c_str(), nullptr);
-    int64_t i = 0;
-    if (is_int) {
-      errno = 0;
-      const long long v = std::strtoll(text.c_str(), nullptr, 10);
-      if (errno == ERANGE) is_int = false;
-      i = v;
-    }
-    return Value::make_number(d, is_int, i);
-  }
-
-  std::string_view t_;
-  std::string_view src_;
-  size_t p_ = 0;
+  const char* begin_;
+  const char* const& read_to_;
+  std::vector<Frame> open_;
+  Value root_;
+  std::string error_;
+  size_t error_at_ = 0;
 };
 
 }  // namespace
@@ -288,8 +218,20 @@ const Value& Value::at(std::string_view key) const {
   return *v;
 }
 
-Value parse(std::string_view text, std::string_view source) { return Parser(text, source).document(); }
+Value parse(std::string_view text, std::string_view source) {
+  // nlohmann takes a NUL byte for the end of the input, so "1\0junk" would parse. JSON text
+  // has none outside strings, and inside them control characters must be escaped.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    fail(ErrorKind::Format, "{}: JSON at byte {}: a NUL byte", source, nul);
+  const char* read_to = text.data();
+  Builder b(text.data(), read_to);
+  const bool ok = nlohmann::json::sax_parse(Cursor(text.data(), &read_to), Cursor(text.data() + text.size(), &read_to), &b);
+  if (!ok) fail(ErrorKind::Format, "{}: JSON at byte {}: {}", source, b.error_at(), b.error());
+  return std::move(b.root());
+}
 
+// Hand-written rather than nlohmann's dump(error_handler_t::replace): that one replaces a
+// whole broken sequence by one U+FFFD (not each byte) and passes DEL (0x7f) through raw.
 std::string quote(std::string_view bytes) {
   std::string out = "\"";
   out.reserve(bytes.size() + 2);

@@ -1,7 +1,12 @@
-// A small JSON reader (RFC 8259) for the model tools: config.json, safetensors headers,
-// tokenizer.json. Objects keep their key order; numbers keep an exact int64 when they are
-// integers. Errors are Error(Format) naming the source and byte offset.
+// JSON values (RFC 8259) for the model tools and `ember batch`: config.json, safetensors
+// headers, tokenizer.json, request lines. nlohmann-json parses (through its SAX interface,
+// straight into Values); objects keep their key order; an integer that fits int64 is exact
+// (is_integer()), any other number, an integer beyond int64 (a uint64 above INT64_MAX, say)
+// included, is a plain number holding the nearest double. Errors are Error(Format), one line
+// naming the source and byte offset: bad syntax, invalid UTF-8 in a string, a number beyond
+// double's range, nesting deeper than kMaxDepth.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,6 +15,11 @@
 #include <vector>
 
 namespace ember::json {
+
+// Arrays and objects nest at most this deep. Values hold their children by value, so
+// destroying, copying or walking one recurses once per level (parsing does not): the limit
+// keeps hostile input from exhausting the stack there.
+inline constexpr size_t kMaxDepth = 512;
 
 class Value {
  public:
@@ -55,7 +65,8 @@ class Value {
   std::vector<std::pair<std::string, Value>> o_;
 };
 
-// Parses a whole document (trailing whitespace only). `source` names it in errors.
+// Parses a whole document (trailing whitespace only; a leading UTF-8 BOM is skipped).
+// `source` names it in errors.
 Value parse(std::string_view text, std::string_view source);
 
 // `bytes` as a JSON string literal (quotes included): control characters escaped, valid
