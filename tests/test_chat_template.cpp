@@ -106,13 +106,16 @@ TEST_CASE("the phi-3 vocabulary's own template is recognised and its markers tok
 }
 
 TEST_CASE("unrecognised or missing templates warn and name the fallback; overrides win") {
+  // Without the model's vocabulary no family's markers can be checked: the plain-text fallback.
   std::string warning;
-  CHECK(ChatTemplate::from_text("{{ messages | tojson }}", "", &warning).name() == "chatml");
+  CHECK(ChatTemplate::from_text("{{ messages | tojson }}", "", &warning).name() == "plain");
   CHECK(warning.find("not recognised") != std::string::npos);
-  CHECK(warning.find("chatml") != std::string::npos);
+  CHECK(warning.find("using template plain because") != std::string::npos);
+  CHECK(warning.find("base model") == std::string::npos);  // it has a template, just not one we know
   warning.clear();
-  CHECK(ChatTemplate::from_text("", "", &warning).name() == "chatml");
+  CHECK(ChatTemplate::from_text("", "", &warning).name() == "plain");
   CHECK(warning.find("no tokenizer.chat_template") != std::string::npos);
+  CHECK(warning.find("base model") != std::string::npos);
   warning.clear();
   CHECK(ChatTemplate::from_text("<|im_start|>", "gemma", &warning).name() == "gemma");
   CHECK(warning.empty());
@@ -120,6 +123,13 @@ TEST_CASE("unrecognised or missing templates warn and name the fallback; overrid
   CHECK_THROWS_AS(render("chatml", {{"robot", "x"}}), ember::Error);
   const auto file = ember::gguf::File::open(ember::test::vocab_path("gpt-2"));  // has no template
   warning.clear();
-  CHECK(ChatTemplate::from_gguf(file, "", &warning).name() == "chatml");
-  CHECK_FALSE(warning.empty());
+  CHECK(ChatTemplate::from_gguf(file, "", &warning).name() == "plain");  // <|endoftext|> names no chat format
+  CHECK(warning.find("no chat format's turn markers are special tokens of the vocabulary (general.architecture gpt2)") !=
+        std::string::npos);
+}
+
+TEST_CASE("plain renders User:/Assistant: text that any vocabulary reads") {
+  CHECK(render("plain") ==
+        "You are terse.\n\nUser: Hi\n\nAssistant: Hello!\n\nUser: How are you?\n\nAssistant:");
+  CHECK(render("plain", {{"user", "Hi"}, {"assistant", " Hello!\n"}}, false) == "User: Hi\n\nAssistant: Hello!\n\n");
 }

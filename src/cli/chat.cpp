@@ -4,6 +4,11 @@
 //   ember chat -m big.gguf --draft small.gguf     replies by speculative decoding (same text
 //   ember chat -m big.gguf --draft-ngram 3        when greedy; the same distribution otherwise)
 //
+// The template is the model's tokenizer.chat_template; a file without one (a base model) gets
+// the family its vocabulary and architecture point at, with a one-line warning saying so
+// (tokenizer/chat_template.h). A reply ends at the template's end-of-turn marker, as a token
+// or, where the vocabulary reads it as text, as a stop string (engine/conversation.h).
+//
 // Replies stream as they are generated. Ctrl-C interrupts a reply (the partial reply is kept
 // in the conversation, see engine/conversation.h) and returns to the prompt; at the prompt
 // it cancels the line. Ctrl-D or /exit quits with status 0. Input: our own line editor
@@ -263,7 +268,7 @@ int run_chat(CLI::App* cmd, ChatFlags& f) {
   finish_generation_flags(f.gen);
   LoadedModel m = load_model(model_setup(f.gen));
   std::string warning;
-  ChatTemplate chat_template = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
+  ChatTemplate chat_template = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning, &m.tokenizer->vocab());
   if (!warning.empty()) {
     const Style s(colours_wanted(STDERR_FILENO));
     fmt::print(stderr, "{}warning: {}{}\n", s.warning, warning, s.reset);

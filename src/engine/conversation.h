@@ -12,6 +12,14 @@
 // it, and the KV cache already holds it). A reply interrupted before its first token
 // (during prefill) drops the user's message instead, so the conversation never holds an
 // unanswered question.
+//
+// End of a reply: at the tokenizer's end-of-generation tokens, which hold the template's
+// end-of-turn marker when it is a special token (<end_of_turn>, <|im_end|>, </s>). When the
+// vocabulary reads the marker as plain text (a template chosen by --chat-template that does
+// not fit the model, or "plain"'s "\nUser:"), the reply ends at that text instead: the
+// Generator interface cannot stop mid-reply, so such replies are generated in short runs
+// (each continuing the cache exactly, see generate_until_stop) and the text is held back
+// while it could be the start of the marker, which is never shown nor kept.
 #pragma once
 #include <string>
 #include <vector>
@@ -48,10 +56,13 @@ class Conversation {
 
  private:
   std::vector<int32_t> render_tokens(bool add_generation_prompt) const;
+  GenerationResult generate_until_stop(std::vector<int32_t> prompt, const GenerateOptions& options,
+                                       const Generator::TextSink& on_text);
 
   Generator& generator_;
   const Tokenizer& tok_;
   ChatTemplate template_;
+  std::vector<std::string> stops_;  // the end-of-turn marker when it is plain text, else empty
   std::string system_;
   std::vector<ChatMessage> messages_;
 };

@@ -2,16 +2,102 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "gguf/gguf.h"
+#include "tokenizer/vocab.h"
 #include "util/error.h"
 
 namespace ember {
 
 namespace {
 
-constexpr std::string_view kFallback = "chatml";
 constexpr std::string_view kQwen25System = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 constexpr std::string_view kQwenSystem = "You are a helpful assistant.";
+
+// A family's evidence in a vocabulary and the text that ends its assistant turns. `special`:
+// texts that must all be special (control / user-defined) tokens for the vocabulary to point
+// at the family; `distinctive`: whether that alone is enough (chatml's <|im_start|>) or
+// general.architecture must name the family too (llama2's </s> is the EOS of most
+// SentencePiece vocabularies). The order breaks ties between equally supported families.
+struct Family {
+  std::string_view name;
+  std::vector<std::string_view> special;
+  std::string_view end_of_turn;
+  bool distinctive;
+};
+const std::vector<Family> kFamilies = {
+    {"gemma", {"<start_of_turn>", "<end_of_turn>"}, "<end_of_turn>", true},
+    {"llama3", {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}, "<|eot_id|>", true},
+    {"chatml", {"<|im_start|>", "<|im_end|>"}, "<|im_end|>", true},
+    {"qwen", {"<|im_start|>", "<|im_end|>"}, "<|im_end|>", true},  // after chatml: needs a qwen* architecture to win
+    {"phi3", {"<|user|>", "<|assistant|>", "<|end|>"}, "<|end|>", true},
+    {"mistral", {"[INST]", "[/INST]"}, "</s>", true},
+    {"deepseek", {"<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"}, "<｜end▁of▁sentence｜>", true},
+    {"llama2", {"</s>"}, "</s>", false},  // [INST] is plain text in Llama 2's own vocabulary
+    {"zephyr", {}, "</s>", false},        // its <|user|> markers are plain text: only by name or template
+    // The last resort: markers any model reads as text; a reply ends where it starts the next turn.
+    {"plain", {}, "\nUser:", false},
+};
+
+// general.architecture prefixes and the families their models are trained on.
+struct ArchHint {
+  std::string_view prefix;
+  std::string_view family;
+};
+constexpr ArchHint kArchHints[] = {
+    {"gemma", "gemma"}, {"qwen", "qwen"}, {"llama", "llama3"}, {"llama", "llama2"}, {"phi3", "phi3"},
+};
+
+const Family& family_named(std::string_view name) {
+  for (const Family& f : kFamilies)
+    if (f.name == name) return f;
+  fail(ErrorKind::Internal, "chat template '{}' has no family entry", name);
+}
+
+bool is_special_token(const Vocab& v, std::string_view text) {
+  const int32_t id = v.find(text);
+  return id >= 0 && (v.tokens[id].type == TokenType::Control || v.tokens[id].type == TokenType::UserDefined);
+}
+
+bool vocab_fits(const Family& f, const Vocab& v) {
+  if (f.special.empty()) return false;
+  for (std::string_view t : f.special)
+    if (!is_special_token(v, t)) return false;
+  return true;
+}
+
+bool arch_names(std::string_view arch, const Family& f) {
+  for (const ArchHint& h : kArchHints)
+    if (h.family == f.name && !arch.empty() && arch.starts_with(h.prefix)) return true;
+  return false;
+}
+
+// 0: not a candidate; otherwise the vocabulary's evidence (2 when distinctive) plus 1 when the
+// architecture names the family, so qwen beats chatml on a qwen2 model and llama2 needs llama.
+int evidence(const Family& f, const ModelHints& h) {
+  if (!h.vocab || !vocab_fits(f, *h.vocab)) return 0;
+  const bool by_arch = arch_names(h.architecture, f);
+  if (!f.distinctive && !by_arch) return 0;
+  return (f.distinctive ? 2 : 0) + (by_arch ? 1 : 0);
+}
+
+std::string joined(const std::vector<std::string_view>& texts) {
+  std::string s;
+  for (std::string_view t : texts) s += fmt::format("{}{}", s.empty() ? "" : ", ", t);
+  return s;
+}
+
+std::string reason_for(const Family& f, const ModelHints& h) {
+  return fmt::format("the vocabulary has {} as special token{}{}", joined(f.special), f.special.size() > 1 ? "s" : "",
+                     arch_names(h.architecture, f) ? fmt::format(" and general.architecture is {}", h.architecture) : "");
+}
+
+std::string no_evidence_reason(const ModelHints& h) {
+  if (!h.vocab) return "the model's vocabulary is unknown, so no family's turn markers can be checked";
+  return fmt::format("no chat format's turn markers are special tokens of the vocabulary (general.architecture {})",
+                     h.architecture.empty() ? std::string_view("unknown") : h.architecture);
+}
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
@@ -123,24 +209,31 @@ std::string render_zephyr(Messages m, bool gen) {
   return out;
 }
 
-// DeepSeek LLM chat: system\n\nUser: user\n\nAssistant: answer<｜end▁of▁sentence｜>User: ...
-std::string render_deepseek(Messages m, bool gen) {
+// DeepSeek LLM chat and plain: system\n\nUser: user\n\nAssistant: answer{turn_end}User: ...
+// DeepSeek ends an answer with its EOS token, plain with a blank line (its stop is "\nUser:").
+std::string render_dialogue(Messages m, bool gen, std::string_view turn_end) {
   std::string out;
   for (const auto& msg : m) {
     if (msg.role == "system") out += msg.content + "\n\n";
     else if (msg.role == "user") out += "User: " + msg.content + "\n\n";
-    else out += "Assistant: " + msg.content + "<｜end▁of▁sentence｜>";
+    else out += "Assistant: " + trim(msg.content) + std::string(turn_end);
   }
   if (gen) out += "Assistant:";
   return out;
 }
 
-const std::vector<std::string> kNames = {"chatml", "qwen", "llama2", "llama3", "mistral", "gemma", "phi3", "deepseek", "zephyr"};
-
 std::string known_list() {
   std::string s;
-  for (const auto& n : kNames) s += (s.empty() ? "" : ", ") + n;
+  for (const auto& n : ChatTemplate::names()) s += (s.empty() ? "" : ", ") + n;
   return s;
+}
+
+std::string fallback_warning(std::string_view text, const TemplateChoice& c) {
+  const std::string how = fmt::format("using template {} because {} (choose another with --chat-template: {})",
+                                      c.name, c.why, known_list());
+  if (!text.empty()) return "tokenizer.chat_template not recognised; " + how;
+  return "the model has no tokenizer.chat_template, so it looks like a base model (not instruction-tuned) "
+         "that may not follow a conversation; " + how;
 }
 
 }  // namespace
@@ -158,10 +251,28 @@ std::string detect_chat_template(std::string_view t) {
   return {};
 }
 
-const std::vector<std::string>& ChatTemplate::names() { return kNames; }
+TemplateChoice fallback_chat_template(const ModelHints& hints) {
+  const Family* best = nullptr;
+  int best_score = 0;
+  for (const Family& f : kFamilies) {
+    const int score = evidence(f, hints);
+    if (score > best_score) best = &f, best_score = score;
+  }
+  if (!best) return {"plain", no_evidence_reason(hints)};
+  return {std::string(best->name), reason_for(*best, hints)};
+}
+
+const std::vector<std::string>& ChatTemplate::names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Family& f : kFamilies) n.emplace_back(f.name);
+    return n;
+  }();
+  return names;
+}
 
 ChatTemplate ChatTemplate::by_name(std::string_view name) {
-  for (const auto& n : kNames) {
+  for (const auto& n : names()) {
     if (n == name) {
       ChatTemplate t;
       t.name_ = n;
@@ -172,25 +283,38 @@ ChatTemplate ChatTemplate::by_name(std::string_view name) {
   fail(ErrorKind::InvalidArgument, "unknown chat template '{}' (known: {})", name, known_list());
 }
 
-ChatTemplate ChatTemplate::from_text(std::string_view text, std::string_view override_name, std::string* warning) {
+ChatTemplate ChatTemplate::from_text(std::string_view text, std::string_view override_name, std::string* warning,
+                                     const ModelHints& hints) {
   if (!override_name.empty()) return by_name(override_name);
   std::string name = detect_chat_template(text);
   if (name.empty()) {
-    if (warning) {
-      *warning = text.empty()
-                     ? fmt::format("the model has no tokenizer.chat_template; using {} (choose with --chat-template: {})", kFallback, known_list())
-                     : fmt::format("tokenizer.chat_template not recognised; falling back to {} (choose with --chat-template: {})", kFallback, known_list());
-    }
-    name = kFallback;
+    const TemplateChoice choice = fallback_chat_template(hints);
+    if (warning) *warning = fallback_warning(text, choice);
+    name = choice.name;
   }
   ChatTemplate t = by_name(name);
   if (name == "qwen" && contains(text, kQwen25System)) t.default_system_ = std::string(kQwen25System);
   return t;
 }
 
-ChatTemplate ChatTemplate::from_gguf(const gguf::File& f, std::string_view override_name, std::string* warning) {
-  const auto text = f.find_string("tokenizer.chat_template");
-  return from_text(text ? *text : std::string_view{}, override_name, warning);
+ChatTemplate ChatTemplate::from_gguf(const gguf::File& f, std::string_view override_name, std::string* warning,
+                                     const Vocab* vocab) {
+  const auto found = f.find_string("tokenizer.chat_template");
+  const std::string_view text = found ? *found : std::string_view{};
+  if (!override_name.empty() || !detect_chat_template(text).empty()) return from_text(text, override_name, warning);
+  // The fallback needs the vocabulary: read it here unless the caller has it loaded already.
+  std::optional<Vocab> read;
+  if (!vocab) vocab = &read.emplace(Vocab::from_gguf(f));
+  const auto arch = f.find_string("general.architecture");
+  return from_text(text, override_name, warning, {vocab, arch ? *arch : std::string_view{}});
+}
+
+std::string_view ChatTemplate::end_of_turn() const { return family_named(name_).end_of_turn; }
+
+std::vector<std::string> ChatTemplate::text_stops(const Vocab& vocab) const {
+  const std::string_view end = end_of_turn();
+  if (is_special_token(vocab, end)) return {};
+  return {std::string(end)};
 }
 
 std::string ChatTemplate::render(std::span<const ChatMessage> m, bool gen) const {
@@ -205,7 +329,8 @@ std::string ChatTemplate::render(std::span<const ChatMessage> m, bool gen) const
   if (name_ == "mistral") return render_mistral(m, gen);
   if (name_ == "gemma") return render_gemma(m, gen);
   if (name_ == "phi3") return render_phi3(m, gen);
-  if (name_ == "deepseek") return render_deepseek(m, gen);
+  if (name_ == "deepseek") return render_dialogue(m, gen, family_named(name_).end_of_turn);
+  if (name_ == "plain") return render_dialogue(m, gen, "\n\n");
   if (name_ == "zephyr") return render_zephyr(m, gen);
   fail(ErrorKind::Internal, "chat template '{}' has no renderer", name_);
 }

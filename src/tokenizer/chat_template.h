@@ -2,7 +2,13 @@
 // tokenizer.chat_template (distinctive markers such as "<|im_start|>" or "[INST]"), not by
 // interpreting its Jinja: a faithful Jinja subset (loops, filters, namespace(), raise_exception,
 // whitespace control) is a large, fragile piece of code, while the families' formats are few,
-// documented and stable. An unrecognised template produces a warning naming the fallback.
+// documented and stable.
+//
+// A missing or unrecognised template falls back to what the MODEL says (fallback_chat_template):
+// the family whose turn markers are special tokens of its vocabulary, preferring the one that
+// general.architecture names; a family whose markers would be tokenized as ordinary text
+// fragments is never chosen automatically (the model has never seen them, and the reply could
+// not end at a token); when nothing fits, "plain" (User:/Assistant: text, see below).
 #pragma once
 #include <span>
 #include <string>
@@ -11,22 +17,40 @@
 
 namespace ember {
 namespace gguf { class File; }
+struct Vocab;
 
 struct ChatMessage {
   std::string role;  // "system", "user" or "assistant"
   std::string content;
 };
 
+// What the fallback knows of the model besides the template text. Empty = unknown.
+struct ModelHints {
+  const Vocab* vocab = nullptr;
+  std::string_view architecture;  // general.architecture
+};
+
+// The fallback's choice and its reason ("the vocabulary has <start_of_turn>, <end_of_turn> as
+// special tokens"), for the warning line.
+struct TemplateChoice {
+  std::string name;
+  std::string why;
+};
+TemplateChoice fallback_chat_template(const ModelHints& hints);
+
 class ChatTemplate {
  public:
   // override_name: one of names() (empty = recognise tokenizer.chat_template). When the template
-  // is missing or not recognised, *warning (if given) receives a line naming the fallback.
+  // is missing or not recognised, the fallback above decides and *warning (if given) receives
+  // one line: what was chosen, why, and that --chat-template chooses another; a missing
+  // template also says the model looks like a base (not instruction-tuned) model.
   // An unknown override_name throws Error(InvalidArgument) listing the known names.
+  // `vocab`: the model's vocabulary when already loaded (else it is read from f if needed).
   static ChatTemplate from_gguf(const gguf::File& f, std::string_view override_name,
-                                std::string* warning);
-  // Same, from the template text itself (empty = no template).
+                                std::string* warning, const Vocab* vocab = nullptr);
+  // Same, from the template text itself (empty = no template) and what is known of the model.
   static ChatTemplate from_text(std::string_view template_text, std::string_view override_name,
-                                std::string* warning);
+                                std::string* warning, const ModelHints& hints = {});
   static ChatTemplate by_name(std::string_view name);  // throws Error(InvalidArgument)
   static const std::vector<std::string>& names();
 
@@ -35,6 +59,14 @@ class ChatTemplate {
   // as the vocabulary says) and parse_special = true (turn markers are control tokens).
   std::string render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
   const std::string& name() const { return name_; }
+
+  // The text that ends an assistant turn ("<end_of_turn>", "<|im_end|>", "</s>"; plain: "\nUser:").
+  std::string_view end_of_turn() const;
+  // The end-of-turn markers that `vocab` reads as plain text rather than as one special token:
+  // generation cannot stop at a token there, so the caller must stop at these strings (not
+  // part of the reply). Empty when the marker is a special token (the tokenizer's eog_ids
+  // hold it: EOS, <end_of_turn>, <|im_end|> ...).
+  std::vector<std::string> text_stops(const Vocab& vocab) const;
 
  private:
   std::string name_;

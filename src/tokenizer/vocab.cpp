@@ -26,11 +26,13 @@ int32_t read_id(const gguf::File& f, const char* key, int32_t fallback, int n_vo
   return static_cast<int32_t>(*v);
 }
 
-// Texts that mark the end of a turn in the common chat formats.
+// Texts that mark the end of a turn in the common chat formats (each chat template's end of
+// turn, see tokenizer/chat_template.cpp). "</s>" ends llama2/mistral/zephyr turns also in
+// vocabularies whose EOS is another token (Phi-3's is <|endoftext|>).
 bool ends_a_turn(std::string_view text) {
   static constexpr std::string_view kEndOfTurn[] = {
       "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-      "<|end_of_text|>", "<EOT>", "<|EOT|>", "<｜end▁of▁sentence｜>"};
+      "<|end_of_text|>", "<EOT>", "<|EOT|>", "<｜end▁of▁sentence｜>", "</s>"};
   for (auto t : kEndOfTurn) {
     if (text == t) return true;
   }
