@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   ember::cli::add_synth(app);
 #ifdef EMBER_HAVE_SERVER
   ember::cli::add_serve(app);
+  ember::cli::add_bench_serve(app);
 #endif
 
   std::vector<std::string> args = ember::cli::expand_llama_flags(argc, argv);

@@ -27,5 +27,6 @@ void add_bench_ops(CLI::App& app);
 void add_convert(CLI::App& app);
 void add_quantize(CLI::App& app);
 void add_synth(CLI::App& app);
+void add_bench_serve(CLI::App& app);
 
 }  // namespace ember::cli
