@@ -13,6 +13,8 @@ namespace ember::server {
 
 ServingEngine::ServingEngine(Context& ctx, const Tokenizer& tok, const EngineOptions& options, ServerMetrics& metrics)
     : ctx_(ctx), tok_(tok), opts_(options), metrics_(metrics), sched_(make_scheduler()), limits_(sched_->limits()) {
+  const int slots = opts_.scheduler.max_sequences > 0 ? opts_.scheduler.max_sequences : ctx.options().n_seq;
+  capacity_ = slots + opts_.max_queue;
   publish();
   thread_ = std::thread([this] { loop(); });
 }
@@ -42,7 +44,7 @@ ServingEngine::Admission ServingEngine::submit(SequenceRequest request, std::vec
   {
     std::lock_guard lock(mu_);
     if (!accepting_) return Admission::ShuttingDown;
-    if (queued_submits_ + snapshot_.waiting >= opts_.max_queue) return Admission::QueueFull;
+    if (queued_submits_ + snapshot_.waiting + snapshot_.running >= capacity_) return Admission::QueueFull;
     inbox_.push_back(Command{false, std::move(request), std::move(stops), std::move(stream), arrival});
     queued_submits_ += 1;
     idle_now_ = false;

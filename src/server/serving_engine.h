@@ -23,7 +23,7 @@ namespace ember::server {
 
 struct EngineOptions {
   SchedulerOptions scheduler;
-  int max_queue = 64;  // requests waiting for a sequence slot before new ones get 503
+  int max_queue = 64;  // requests waiting for a sequence slot (beyond those running) before new ones get 503
 };
 
 class ServingEngine {
@@ -83,6 +83,7 @@ class ServingEngine {
   std::condition_variable wake_, idle_;
   std::vector<Command> inbox_;
   int queued_submits_ = 0;  // submits in the inbox
+  int capacity_ = 0;        // requests in flight at most: sequence slots + max_queue
   bool accepting_ = true, cancel_all_ = false, stopping_ = false, idle_now_ = true;
   EngineSnapshot snapshot_;
 
