@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "engine/stop_strings.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -13,47 +14,22 @@ namespace {
 // Tokens per run while watching for a text stop: the most generated (and hidden) past the stop.
 constexpr int kStopRunTokens = 8;
 
-// A reply's text up to the first stop string, which is not part of it. Text that could be the
-// start of a stop string is held back until later pieces decide.
+// A reply's text through the stop strings (engine/stop_strings.h), kept whole for the result.
 class StopText {
  public:
-  explicit StopText(const std::vector<std::string>& stops) : stops_(stops) {}
-
-  // The text that can be shown now.
-  std::string push(std::string_view piece) {
-    if (stopped_) return {};
-    held_ += piece;
-    size_t cut = std::string::npos;
-    for (const std::string& s : stops_) cut = std::min(cut, held_.find(s));
-    if (cut != std::string::npos) {
-      stopped_ = true;
-      return release(cut);
-    }
-    return release(held_.size() - longest_partial());
-  }
-  std::string finish() { return release(held_.size()); }  // the reply ended without a stop
-  bool stopped() const { return stopped_; }
+  explicit StopText(const std::vector<std::string>& stops) : filter_(stops) {}
+  std::string push(std::string_view piece) { return keep(filter_.push(piece)); }
+  std::string finish() { return keep(filter_.flush()); }  // the reply ended without a stop
+  bool stopped() const { return filter_.stopped(); }
   const std::string& text() const { return text_; }
 
  private:
-  // The longest end of held_ that begins some stop string.
-  size_t longest_partial() const {
-    size_t best = 0;
-    for (const std::string& s : stops_)
-      for (size_t n = std::min(s.size() - 1, held_.size()); n > best; --n)
-        if (held_.compare(held_.size() - n, n, s, 0, n) == 0) best = n;
-    return best;
-  }
-  std::string release(size_t n) {
-    std::string out = held_.substr(0, n);
-    held_ = stopped_ ? std::string() : held_.substr(n);
+  std::string keep(std::string out) {
     text_ += out;
     return out;
   }
-
-  const std::vector<std::string>& stops_;
-  std::string held_, text_;
-  bool stopped_ = false;
+  StopStringFilter filter_;
+  std::string text_;
 };
 
 // Folds one run's stats into the reply's: the first run's prefill is the prompt's; a later
