@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <fstream>

@@ -1,5 +1,6 @@
 #include "loadgen/workload.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "loadgen/word_list.h"
