@@ -30,12 +30,15 @@ asan: deps
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer needs clang; FUZZ_SECONDS bounds each target's run.
+# libFuzzer needs clang. Every tests/fuzz/fuzz_*.cpp is built, then run in turn for
+# FUZZ_SECONDS (tests/fuzz/run: corpora, seeds, dictionaries); the first crash or sanitizer
+# report stops it and fails.
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = $(basename $(notdir $(wildcard tests/fuzz/fuzz_*.cpp)))
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_FUZZ=ON -DEMBER_CUDA=OFF $(CMAKE_ARGS) >/dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
-	@mkdir -p build-fuzz/corpus && build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -dict=tests/fuzz/gguf.dict build-fuzz/corpus tests/fuzz/seeds
+	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+	@tests/fuzz/run build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # Copies CLI11, fmt and doctest headers (and ../shared, the tests' data) into third_party/ so
 # the tree builds and tests on machines without Debian packages (GPU machines): carry

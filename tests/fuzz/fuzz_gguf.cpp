@@ -1,7 +1,8 @@
 // libFuzzer target for the GGUF reader (`make fuzz`): any input must either parse or throw
 // ember::Error(Format) -- never crash, hang, read out of bounds (ASan) or hit UB (UBSan).
 // On success every accessor a loader would use, and what `ember inspect` prints, is exercised
-// on what the parser returned. Run: make fuzz (add -dict=tests/fuzz/gguf.dict to help it).
+// on what the parser returned. Run: make fuzz (it passes -dict=tests/fuzz/gguf.dict).
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -25,7 +26,7 @@ void touch(const ember::gguf::File& f) {
     for (uint64_t i : {uint64_t{0}, a.size() / 2, a.size() - 1}) {
       try {
         if (a.element_type() == ember::gguf::ValueType::STRING) acc += a.string_at(i).size();
-        else acc += static_cast<uint64_t>(a.float_at(i));
+        else acc += std::bit_cast<uint64_t>(a.float_at(i));  // its bits: converting a negative or NaN is UB
         acc += static_cast<uint64_t>(a.int_at(i));
       } catch (const ember::Error&) {
         // wrong element type or a u64 above INT64_MAX: a clean error is the right answer
