@@ -33,10 +33,14 @@ struct Wide {  // a value no register holds: shuffles copy it whole
 int guide_source(Op op, int lane, int b, int width) {
   const int group = lane / width * width, in_group = lane % width;
   switch (op) {
-    case Idx: return group + b % width;
-    case Up: return in_group >= b ? lane - b : lane;
-    case Down: return in_group + b < width ? lane + b : lane;
-    case Xor: return (lane ^ b) / width > lane / width ? lane : lane ^ b;
+    case Idx:
+      return group + b % width;
+    case Up:
+      return in_group >= b ? lane - b : lane;
+    case Down:
+      return in_group + b < width ? lane + b : lane;
+    case Xor:
+      return (lane ^ b) / width > lane / width ? lane : lane ^ b;
   }
   return -1;
 }
@@ -44,10 +48,14 @@ int guide_source(Op op, int lane, int b, int width) {
 template <class T>
 T shuffled(Op op, T v, int b, int width) {
   switch (op) {
-    case Idx: return __shfl_sync(0xffffffffu, v, b, width);
-    case Up: return __shfl_up_sync(0xffffffffu, v, static_cast<unsigned>(b), width);
-    case Down: return __shfl_down_sync(0xffffffffu, v, static_cast<unsigned>(b), width);
-    case Xor: return __shfl_xor_sync(0xffffffffu, v, b, width);
+    case Idx:
+      return __shfl_sync(0xffffffffu, v, b, width);
+    case Up:
+      return __shfl_up_sync(0xffffffffu, v, static_cast<unsigned>(b), width);
+    case Down:
+      return __shfl_down_sync(0xffffffffu, v, static_cast<unsigned>(b), width);
+    case Xor:
+      return __shfl_xor_sync(0xffffffffu, v, b, width);
   }
   return v;
 }

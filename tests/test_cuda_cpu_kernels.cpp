@@ -27,7 +27,8 @@ struct Shape {
 // 1: a single element; 7, 33, 1031: not multiples of the warp; 4096+: model widths.
 const Shape kRmsShapes[] = {{1, 1}, {3, 7}, {5, 33}, {2, 1031}, {16, 4096}, {3, 5120}, {1, 14336}};
 
-std::vector<float> reference_rms_norm(const std::vector<float>& x, const float* w, Shape s, float eps, bool one_plus_w) {
+std::vector<float> reference_rms_norm(const std::vector<float>& x, const float* w, Shape s, float eps,
+                                      bool one_plus_w) {
   std::vector<float> y(x.size());
   ember::ops::reference::rms_norm(check::dense_view(x, s.rows, s.dim), w, eps, one_plus_w,
                                   check::dense_mat(y, s.rows, s.dim));

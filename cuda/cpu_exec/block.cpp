@@ -1,6 +1,7 @@
 #include "cuda/cpu_exec/block.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "util/error.h"
@@ -63,6 +64,7 @@ void Block::run(const std::function<void()>& body) {
   failure_ = nullptr;
   exited_ = barrier_arrived_ = 0;
   ready_.clear();
+  exchanges_.clear();
   for (auto& warp : open_) warp.clear();
   for (int t = 0; t < n_threads_; ++t) {
     threads_[static_cast<size_t>(t)] = Thread{};
@@ -106,7 +108,8 @@ void Block::thread_exits() {
                           site_name(barrier_site_)));
   for (const auto& ex : open_[static_cast<size_t>(current_ / kWarpLanes)])
     if (ex->mask & (1u << lane()))
-      fail_here(fmt::format("returns while lanes {:#010x} wait for it in {} at {}", ex->arrived, ex->op, site_name(ex->where)));
+      fail_here(fmt::format("returns while lanes {:#010x} wait for it in {} at {}", ex->arrived, ex->op,
+                            site_name(ex->where)));
   threads_[static_cast<size_t>(current_)].state = State::Exited;
   ++exited_;
 }
@@ -132,12 +135,12 @@ void Block::wait() { fibers_[static_cast<size_t>(current_)]->suspend(scheduler_)
 void Block::sync_threads(std::source_location where) {
   for (int t = 0; exited_ > 0 && t < n_threads_; ++t)
     if (threads_[static_cast<size_t>(t)].state == State::Exited)
-      fail_here(fmt::format("reaches __syncthreads at {} after thread {} returned without reaching it", site_name(where),
-                            thread_name(t)));
+      fail_here(fmt::format("reaches __syncthreads at {} after thread {} returned without reaching it",
+                            site_name(where), thread_name(t)));
   for (const auto& ex : open_[static_cast<size_t>(current_ / kWarpLanes)])
     if (ex->mask & (1u << lane()))
-      fail_here(fmt::format("reaches __syncthreads at {} while lanes {:#010x} wait for it in {} at {}", site_name(where),
-                            ex->arrived, ex->op, site_name(ex->where)));
+      fail_here(fmt::format("reaches __syncthreads at {} while lanes {:#010x} wait for it in {} at {}",
+                            site_name(where), ex->arrived, ex->op, site_name(ex->where)));
   if (barrier_arrived_ == 0) {
     barrier_site_ = where;
   } else if (!same_site(where, barrier_site_)) {
@@ -152,19 +155,24 @@ void Block::sync_threads(std::source_location where) {
   wait();
 }
 
-std::shared_ptr<const Exchange> Block::exchange(const char* op, uint32_t mask, int width, const void* value,
-                                                size_t bytes, std::source_location where) {
+const Exchange& Block::exchange(const char* op, uint32_t mask, int width, const void* value, size_t bytes,
+                                std::source_location where) {
   if (!(mask & (1u << lane())))
-    fail_here(fmt::format("calls {} at {} with mask {:#010x}, which leaves out its own lane {}", op, site_name(where), mask,
-                          lane()));
+    fail_here(fmt::format("calls {} at {} with mask {:#010x}, which leaves out its own lane {}", op, site_name(where),
+                          mask, lane()));
   check_joinable(mask, op, where);
-  std::shared_ptr<Exchange> ex = open_exchange(op, mask, width, where);
-  if (bytes > 0) std::memcpy(ex->values[static_cast<size_t>(lane())].data(), value, bytes);
-  ex->arrived |= 1u << lane();
+  Exchange& ex = open_exchange(op, mask, width, where);
+  if (bytes > 0) std::memcpy(ex.values[static_cast<size_t>(lane())].data(), value, bytes);
+  ex.arrived |= 1u << lane();
   threads_[static_cast<size_t>(current_)] = Thread{State::InExchange, where, op};
-  if (ex->arrived == mask) close_exchange(current_ / kWarpLanes, *ex);
+  if (ex.arrived == mask) close_exchange(current_ / kWarpLanes, ex);
   wait();
   return ex;
+}
+
+void Block::done_reading(const Exchange& ex) {
+  const auto it = std::find_if(exchanges_.begin(), exchanges_.end(), [&](const auto& p) { return p.get() == &ex; });
+  if (--(*it)->unread == 0) exchanges_.erase(it);
 }
 
 // A collective may only wait for lanes that exist and can still arrive.
@@ -173,13 +181,14 @@ void Block::check_joinable(uint32_t mask, const char* op, std::source_location w
   const int lanes = std::min(kWarpLanes, n_threads_ - warp * kWarpLanes);
   const uint32_t present = lanes == kWarpLanes ? ~0u : (1u << lanes) - 1;
   if (mask & ~present)
-    fail_here(fmt::format("calls {} at {} with mask {:#010x}, but its warp has only lanes {:#010x}", op, site_name(where),
-                          mask, present));
+    fail_here(fmt::format("calls {} at {} with mask {:#010x}, but its warp has only lanes {:#010x}", op,
+                          site_name(where), mask, present));
   for (int l = 0; l < kWarpLanes; ++l) {
     if (!(mask & (1u << l))) continue;
     const Thread& other = threads_[static_cast<size_t>(warp * kWarpLanes + l)];
     if (other.state == State::Exited)
-      fail_here(fmt::format("calls {} at {} with mask {:#010x}, but lane {} has returned", op, site_name(where), mask, l));
+      fail_here(
+          fmt::format("calls {} at {} with mask {:#010x}, but lane {} has returned", op, site_name(where), mask, l));
     if (other.state == State::AtBarrier)
       fail_here(fmt::format("calls {} at {} with mask {:#010x}, but lane {} waits at __syncthreads at {}", op,
                             site_name(where), mask, l, site_name(other.where)));
@@ -189,28 +198,30 @@ void Block::check_joinable(uint32_t mask, const char* op, std::source_location w
 // The collective this lane joins: the open one over the same lanes, or a new one. Lanes of
 // one warp may run disjoint collectives at once (two half-warps); overlapping ones that
 // differ in mask, op or width can never all complete, which is the divergence to report.
-std::shared_ptr<Exchange> Block::open_exchange(const char* op, uint32_t mask, int width, std::source_location where) {
+Exchange& Block::open_exchange(const char* op, uint32_t mask, int width, std::source_location where) {
   auto& open = open_[static_cast<size_t>(current_ / kWarpLanes)];
-  for (const auto& ex : open) {
+  for (Exchange* ex : open) {
     if (!(ex->mask & mask)) continue;
     if (ex->mask != mask || std::strcmp(ex->op, op) != 0 || ex->width != width)
-      fail_here(fmt::format("calls {}(mask {:#010x}, width {}) at {} while lanes {:#010x} wait in {}(mask {:#010x}, "
-                            "width {}) at {} (divergent warp collective)",
-                            op, mask, width, site_name(where), ex->arrived, ex->op, ex->mask, ex->width, site_name(ex->where)));
-    return ex;
+      fail_here(fmt::format(
+          "calls {}(mask {:#010x}, width {}) at {} while lanes {:#010x} wait in {}(mask {:#010x}, "
+          "width {}) at {} (divergent warp collective)",
+          op, mask, width, site_name(where), ex->arrived, ex->op, ex->mask, ex->width, site_name(ex->where)));
+    return *ex;
   }
-  auto ex = std::make_shared<Exchange>();
-  ex->op = op;
-  ex->mask = mask;
-  ex->width = width;
-  ex->where = where;
-  open.push_back(ex);
+  Exchange& ex = *exchanges_.emplace_back(std::make_unique<Exchange>());
+  ex.op = op;
+  ex.mask = mask;
+  ex.width = width;
+  ex.where = where;
+  open.push_back(&ex);
   return ex;
 }
 
-void Block::close_exchange(int warp, const Exchange& ex) {
+void Block::close_exchange(int warp, Exchange& ex) {
   auto& open = open_[static_cast<size_t>(warp)];
-  open.erase(std::find_if(open.begin(), open.end(), [&](const auto& p) { return p.get() == &ex; }));
+  open.erase(std::find(open.begin(), open.end(), &ex));
+  ex.unread = std::popcount(ex.mask);
   for (int l = 0; l < kWarpLanes; ++l)
     if (ex.mask & (1u << l)) make_ready(warp * kWarpLanes + l);  // in lane order, the last arriver too
 }
@@ -225,7 +236,8 @@ std::string Block::describe_waits() const {
     while (end < n_threads_ && threads_[static_cast<size_t>(end)].state == first.state &&
            same_site(threads_[static_cast<size_t>(end)].where, first.where))
       ++end;
-    out += fmt::format("{}threads {}-{} {}", out.empty() ? "" : "; ", t, end - 1, kStates[static_cast<int>(first.state)]);
+    out +=
+        fmt::format("{}threads {}-{} {}", out.empty() ? "" : "; ", t, end - 1, kStates[static_cast<int>(first.state)]);
     if (first.state == State::AtBarrier || first.state == State::InExchange)
       out += fmt::format(" {} at {}", first.op, site_name(first.where));
     t = end;

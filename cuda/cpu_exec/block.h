@@ -37,6 +37,7 @@ struct Exchange {
   int width = 0;
   std::source_location where;
   uint32_t arrived = 0;
+  int unread = 0;  // lanes yet to read the values, once all have arrived
   std::array<std::array<std::byte, kLaneBytes>, kWarpLanes> values{};
 };
 
@@ -59,9 +60,11 @@ class Block {
 
   // For the synchronisation functions, called from inside a fiber.
   void sync_threads(std::source_location where);
-  // Deposits this lane's value (bytes <= kLaneBytes) and returns once every lane of mask has.
-  std::shared_ptr<const Exchange> exchange(const char* op, uint32_t mask, int width, const void* value, size_t bytes,
-                                           std::source_location where);
+  // Deposits this lane's value (bytes <= kLaneBytes) and returns once every lane of mask
+  // has; the values stay valid until the lane calls done_reading.
+  const Exchange& exchange(const char* op, uint32_t mask, int width, const void* value, size_t bytes,
+                           std::source_location where);
+  void done_reading(const Exchange& ex);
   int lane() const { return current_ % kWarpLanes; }
   [[noreturn]] void fail_here(const std::string& what) const;
 
@@ -79,8 +82,8 @@ class Block {
   int pick_next();
   void wait();  // suspends the running fiber until make_ready() and the scheduler resume it
   void check_joinable(uint32_t mask, const char* op, std::source_location where) const;
-  std::shared_ptr<Exchange> open_exchange(const char* op, uint32_t mask, int width, std::source_location where);
-  void close_exchange(int warp, const Exchange& ex);
+  Exchange& open_exchange(const char* op, uint32_t mask, int width, std::source_location where);
+  void close_exchange(int warp, Exchange& ex);
   std::string describe_waits() const;
   std::string thread_name(int thread) const;
 
@@ -90,7 +93,9 @@ class Block {
   std::vector<std::unique_ptr<Fiber>>& fibers_;  // the calling OS thread's pool
   std::vector<Thread> threads_;
   std::deque<int> ready_;
-  std::vector<std::vector<std::shared_ptr<Exchange>>> open_;  // per warp
+  // The block owns every exchange, not the fibers: a failed launch drops fibers unwound.
+  std::vector<std::unique_ptr<Exchange>> exchanges_;  // open or not yet read by all
+  std::vector<std::vector<Exchange*>> open_;          // per warp
   int current_ = -1;
   int exited_ = 0;
   int barrier_arrived_ = 0;

@@ -18,14 +18,30 @@ struct dim3 {
 
 // The vector types kernels load and store through, with CUDA's sizes and alignments (the
 // alignment is what makes a float4 load one 128-bit access on the GPU).
-struct alignas(4) char4 { signed char x, y, z, w; };
-struct alignas(4) uchar4 { unsigned char x, y, z, w; };
-struct alignas(8) int2 { int x, y; };
-struct alignas(16) int4 { int x, y, z, w; };
-struct alignas(8) uint2 { unsigned int x, y; };
-struct alignas(16) uint4 { unsigned int x, y, z, w; };
-struct alignas(8) float2 { float x, y; };
-struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(4) char4 {
+  signed char x, y, z, w;
+};
+struct alignas(4) uchar4 {
+  unsigned char x, y, z, w;
+};
+struct alignas(8) int2 {
+  int x, y;
+};
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
+struct alignas(8) uint2 {
+  unsigned int x, y;
+};
+struct alignas(16) uint4 {
+  unsigned int x, y, z, w;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
 
 inline int2 make_int2(int x, int y) { return {x, y}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }

@@ -20,27 +20,41 @@ int shuffle_source(ShuffleMode mode, int lane, unsigned b, int width, unsigned m
   int src = lane;
   bool valid = false;
   switch (mode) {
-    case ShuffleMode::Up: src = lane - bval, valid = src >= max_lane; break;
-    case ShuffleMode::Down: src = lane + bval, valid = src <= max_lane; break;
-    case ShuffleMode::Xor: src = lane ^ bval, valid = src <= max_lane; break;
-    case ShuffleMode::Idx: src = min_lane | (bval & ~segmask), valid = src <= max_lane; break;
+    case ShuffleMode::Up:
+      src = lane - bval;
+      valid = src >= max_lane;
+      break;
+    case ShuffleMode::Down:
+      src = lane + bval;
+      valid = src <= max_lane;
+      break;
+    case ShuffleMode::Xor:
+      src = lane ^ bval;
+      valid = src <= max_lane;
+      break;
+    case ShuffleMode::Idx:
+      src = min_lane | (bval & ~segmask);
+      valid = src <= max_lane;
+      break;
   }
   if (!valid) src = lane;
   if (!(mask & (1u << src)))
-    Block::current().fail_here(fmt::format("calls {} at {} reading lane {}, which mask {:#010x} leaves out", op,
-                                           site_name(where), src, mask));
+    Block::current().fail_here(
+        fmt::format("calls {} at {} reading lane {}, which mask {:#010x} leaves out", op, site_name(where), src, mask));
   return src;
 }
 
 unsigned ballot(const char* op, unsigned mask, int predicate, std::source_location where) {
   const int bit = predicate != 0;
-  const auto ex = Block::current().exchange(op, mask, kWarpLanes, &bit, sizeof bit, where);
+  Block& block = Block::current();
+  const Exchange& ex = block.exchange(op, mask, kWarpLanes, &bit, sizeof bit, where);
   unsigned votes = 0;
   for (int l = 0; l < kWarpLanes; ++l) {
     int vote = 0;
-    std::memcpy(&vote, ex->values[static_cast<size_t>(l)].data(), sizeof vote);
+    std::memcpy(&vote, ex.values[static_cast<size_t>(l)].data(), sizeof vote);
     if ((mask & (1u << l)) && vote) votes |= 1u << l;
   }
+  block.done_reading(ex);
   return votes;
 }
 

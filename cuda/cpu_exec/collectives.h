@@ -26,9 +26,10 @@ T shuffle(ShuffleMode mode, const char* op, unsigned mask, const T& var, unsigne
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= kLaneBytes, "shuffled values are copied bytewise");
   Block& block = Block::current();
   const int src = shuffle_source(mode, block.lane(), b, width, mask, op, where);
-  const auto ex = block.exchange(op, mask, width, &var, sizeof(T), where);
+  const Exchange& ex = block.exchange(op, mask, width, &var, sizeof(T), where);
   T out;
-  std::memcpy(&out, ex->values[static_cast<size_t>(src)].data(), sizeof(T));
+  std::memcpy(&out, ex.values[static_cast<size_t>(src)].data(), sizeof(T));
+  block.done_reading(ex);
   return out;
 }
 
@@ -41,7 +42,8 @@ inline void __syncthreads(std::source_location where = std::source_location::cur
 }
 
 inline void __syncwarp(unsigned mask = 0xffffffffu, std::source_location where = std::source_location::current()) {
-  ember::cpu_exec::Block::current().exchange("__syncwarp", mask, warpSize, nullptr, 0, where);
+  ember::cpu_exec::Block& block = ember::cpu_exec::Block::current();
+  block.done_reading(block.exchange("__syncwarp", mask, warpSize, nullptr, 0, where));
 }
 
 template <class T>
@@ -74,7 +76,8 @@ T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
                                   width, where);
 }
 
-inline unsigned __ballot_sync(unsigned mask, int predicate, std::source_location where = std::source_location::current()) {
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              std::source_location where = std::source_location::current()) {
   return ember::cpu_exec::ballot("__ballot_sync", mask, predicate, where);
 }
 

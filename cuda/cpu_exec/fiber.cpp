@@ -56,9 +56,10 @@ void finish_switch(Context& self, Context* from) {
 
 Fiber::Fiber() {
   const size_t guard = page_bytes();
-  mapping_ = mmap(nullptr, kStackBytes + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                  -1, 0);
-  if (mapping_ == MAP_FAILED) fail(ErrorKind::OutOfMemory, "cpu_exec: cannot map a {} KiB fiber stack", kStackBytes >> 10);
+  mapping_ =
+      mmap(nullptr, kStackBytes + guard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping_ == MAP_FAILED)
+    fail(ErrorKind::OutOfMemory, "cpu_exec: cannot map a {} KiB fiber stack", kStackBytes >> 10);
   mprotect(mapping_, guard, PROT_NONE);  // the stack grows down onto this page
   ctx_.stack_bottom = static_cast<char*>(mapping_) + guard;
   ctx_.stack_size = kStackBytes;

@@ -22,8 +22,12 @@ struct __nv_bfloat16 {
   operator float() const { return ember::bf16_to_f32(bits); }
 };
 
-struct alignas(4) __half2 { __half x, y; };
-struct alignas(4) __nv_bfloat162 { __nv_bfloat16 x, y; };
+struct alignas(4) __half2 {
+  __half x, y;
+};
+struct alignas(4) __nv_bfloat162 {
+  __nv_bfloat16 x, y;
+};
 using half = __half;
 using half2 = __half2;
 using nv_bfloat16 = __nv_bfloat16;

@@ -79,7 +79,7 @@ inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_s
 namespace ember::cpu_exec {
 template <class T>
 concept AtomicInt = std::same_as<T, int> || std::same_as<T, unsigned> || std::same_as<T, unsigned long long> ||
-                    std::same_as<T, long long>;
+    std::same_as<T, long long>;
 template <class T>
 concept AtomicNumber = AtomicInt<T> || std::same_as<T, float> || std::same_as<T, double>;
 

@@ -54,7 +54,7 @@ void run_grid(const LaunchGrid& g, dim3 block, size_t shared_bytes, const std::f
     for (const uint64_t b : block_order(g.grid, rng)) {
       blockIdx = {static_cast<unsigned>(b % g.grid.x), static_cast<unsigned>(b / g.grid.x % g.grid.y),
                   static_cast<unsigned>(b / (uint64_t{g.grid.x} * g.grid.y))};
-      std::memset(shared.data(), 0xff, shared.size() * sizeof(std::max_align_t));
+      if (!shared.empty()) std::memset(shared.data(), 0xff, shared.size() * sizeof(std::max_align_t));
       runner.run(thread_body);
     }
   } catch (const Error& e) {

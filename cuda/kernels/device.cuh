@@ -7,7 +7,7 @@
 #if defined(__CUDACC__)
 #include <cuda_runtime.h>
 
-#define EMBER_DYNAMIC_SHARED(T, name)                                  \
+#define EMBER_DYNAMIC_SHARED(T, name)                                    \
   extern __shared__ __align__(16) unsigned char ember_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(ember_dynamic_shared_)
 #else
