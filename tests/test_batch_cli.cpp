@@ -1,8 +1,10 @@
 // `ember batch` end to end on the real aidreams260K checkpoint: results in input order, each
 // request's text exactly what `ember run` gives it alone (greedy and seeded, at -np 4 with
-// chunked prefill), stop strings, OpenAI field errors naming the line, exit code 2.
+// chunked prefill; greedy with --draft-ngram too), stop strings, OpenAI field errors naming
+// the line, exit code 2.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "cli_test_util.h"
@@ -65,6 +67,36 @@ TEST_CASE("batch gives every request what run gives it alone, in input order") {
   }
   CHECK(r.err.find("requests/s") != std::string::npos);
   CHECK(r.err.find("TTFT: p50") != std::string::npos);
+}
+
+TEST_CASE("batch --draft-ngram gives greedy requests exactly what run gives them alone, drafts accepted") {
+  TempDir dir("batch-draft");
+  const std::string prompts[] = {"Once upon a time there was a little girl. Once upon a time there was a little",
+                                 "The cat sat on the mat. The cat sat on the mat. The cat",
+                                 "One day, Lily went to the park. One day, Lily went to the park. One day,"};
+  std::string jsonl;
+  for (int i = 0; i < 3; ++i)
+    jsonl += "{\"prompt\": " + json::quote(prompts[i]) + ", \"max_tokens\": " + std::to_string(40 + 7 * i) +
+             ", \"temperature\": 0}\n";
+  const std::string path = write_file(dir, "requests.jsonl", jsonl);
+  const ProcessResult r = run_ember({"batch", "-m", aidreams_gguf(), "-f", path, "-np", "3", "--draft-ngram", "3"});
+  REQUIRE(r.exit_code == 0);
+  const std::vector<json::Value> lines = result_lines(r.out);
+  REQUIRE(lines.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(lines[i].at("text").as_string() == run_alone(prompts[i], 40 + 7 * i, {"--temp", "0"}));
+  }
+  const size_t at = r.err.find("drafts: ");
+  REQUIRE(at != std::string::npos);
+  long drafted = 0, accepted = 0;
+  REQUIRE(std::sscanf(r.err.c_str() + at, "drafts: %ld drafted, %ld accepted", &drafted, &accepted) == 2);
+  CHECK(accepted > 0);
+  CHECK(accepted <= drafted);
+
+  const ProcessResult bad = run_ember({"batch", "-m", aidreams_gguf(), "-f", path, "--draft", aidreams_gguf()});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("a draft model is not supported with continuous batching") != std::string::npos);
 }
 
 TEST_CASE("batch stop strings end a text before them") {

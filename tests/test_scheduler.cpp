@@ -2,8 +2,12 @@
 // seeded, with chunked prefill, prefix-cache hits and preemption), a sequence's logits are
 // bitwise those it has alone, cancellation frees blocks, a request too big for the pool is
 // refused without disturbing the others, and a randomized run keeps the pool consistent.
+// The same with speculative n-gram drafting per sequence: greedy tokens and log-probabilities
+// exactly those without drafting (with drafts accepted), stop tokens inside an accepted run,
+// seeded runs reproducible, and the randomized run's invariants.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -65,18 +69,24 @@ std::vector<int32_t> prompt_of(int n, int salt, const std::vector<int32_t>& pref
 struct Outcome {
   std::map<int, std::vector<int32_t>> tokens;
   std::map<int, FinishReason> reasons;
+  std::map<int, std::vector<TokenLogprobs>> logprobs;
   SchedulerStats stats;
 };
 
-Outcome run_all(const Model& model, const std::vector<SequenceRequest>& reqs, int n_par, int batch_tokens,
-                int kv_blocks) {
+// `draft_ngram` > 0: every request drafts with n-grams up to that size.
+Outcome run_all(const Model& model, std::vector<SequenceRequest> reqs, int n_par, int batch_tokens, int kv_blocks,
+                int draft_ngram = 0) {
   ThreadPool pool(2);
   Context ctx(model, options(n_par, kv_blocks), pool);
   Outcome out;
   Scheduler sched(ctx, SchedulerOptions{n_par, batch_tokens},
                   Scheduler::Events{[&](int id, int32_t t) { out.tokens[id].push_back(t); },
-                                    [&](int id, FinishReason r) { out.reasons[id] = r; }});
-  for (const SequenceRequest& r : reqs) sched.submit(r);
+                                    [&](int id, FinishReason r) { out.reasons[id] = r; },
+                                    [&](int id, const TokenLogprobs& lp) { out.logprobs[id].push_back(lp); }});
+  for (SequenceRequest& r : reqs) {
+    r.draft.ngram = draft_ngram;
+    sched.submit(r);
+  }
   while (sched.step()) REQUIRE(ctx.kv_cache().audit() == "");
   out.stats = sched.stats();
   for (const KVBlockStats& g : ctx.kv_cache().stats()) CHECK(g.used == 0);  // every block back
@@ -169,7 +179,11 @@ TEST_CASE("cancelling frees the sequence's blocks at the next step; a request to
   CHECK(sched.idle());
 }
 
-TEST_CASE("randomized arrivals, cancellations and preemptions keep the pool consistent") {
+namespace {
+
+// Arrivals, cancellations and preemptions at random; drafting > 0: every other request
+// drafts with n-grams up to that size.
+SchedulerStats randomized_run(int drafting) {
   auto model = Model::load(tiny_model("llama"), quiet_load());
   ThreadPool pool(1);
   Context ctx(*model, options(6, 14), pool);
@@ -186,8 +200,10 @@ TEST_CASE("randomized arrivals, cancellations and preemptions keep the pool cons
   for (int step = 0; step < 1500; ++step) {
     if (rng() % 3 == 0) {
       const int n = 1 + static_cast<int>(rng() % 90);
-      live.push_back(sched.submit(request(prompt_of(n, static_cast<int>(rng() % 5), rng() % 2 ? system : std::vector<int32_t>{}),
-                                          1 + static_cast<int>(rng() % 30), (rng() % 2) ? 0.0f : 0.9f, rng())));
+      SequenceRequest r = request(prompt_of(n, static_cast<int>(rng() % 5), rng() % 2 ? system : std::vector<int32_t>{}),
+                                  1 + static_cast<int>(rng() % 30), (rng() % 2) ? 0.0f : 0.9f, rng());
+      if (drafting > 0 && submitted % 2 == 0) r.draft = SequenceDrafting{drafting, 1 + static_cast<int>(rng() % 8)};
+      live.push_back(sched.submit(std::move(r)));
       ++submitted;
     }
     if (!live.empty() && rng() % 11 == 0) sched.cancel(live[rng() % live.size()]);
@@ -201,4 +217,139 @@ TEST_CASE("randomized arrivals, cancellations and preemptions keep the pool cons
   CHECK(sched.stats().preemptions > 0);
   CHECK(sched.stats().cached_tokens > 0);
   CHECK(ctx.kv_cache().stats().front().used == 0);
+  return sched.stats();
+}
+
+}  // namespace
+
+TEST_CASE("randomized arrivals, cancellations and preemptions keep the pool consistent") { randomized_run(0); }
+
+TEST_CASE("drafting: randomized arrivals, cancellations and preemptions keep the pool consistent") {
+  const SchedulerStats st = randomized_run(3);
+  CHECK(st.accepted_tokens > 0);
+  CHECK(st.drafted_tokens > st.accepted_tokens);  // rejections (and their rollbacks) happened too
+}
+
+namespace {
+
+// Prompts that repeat themselves (period 50 and 17), so n-gram lookups find something.
+std::vector<SequenceRequest> repetitive_requests(float temperature) {
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> p = prompt_of(60 + 11 * i, i);
+    for (int r = 0; r < 3; ++r)
+      for (int j = 0; j < 17; ++j) p.push_back((j * 5 + i) % 40 + 2);
+    SequenceRequest q = request(std::move(p), 30 + 4 * i, temperature, 500 + i);
+    q.top_logprobs = 2;
+    reqs.push_back(std::move(q));
+  }
+  return reqs;
+}
+
+void check_drafting_equals_plain(const std::string& arch) {
+  CAPTURE(arch);
+  auto model = Model::load(tiny_model(arch), quiet_load());
+  const std::vector<SequenceRequest> reqs = repetitive_requests(0.0f);
+  struct Setup {
+    int n_par, batch_tokens, kv_blocks;
+  };
+  // all at once; a budget that cuts drafts; a pool so small it preempts and cuts drafts
+  for (Setup s : {Setup{6, 512, 0}, Setup{3, 20, 0}, Setup{6, 64, 14}}) {
+    CAPTURE(s.n_par);
+    CAPTURE(s.batch_tokens);
+    CAPTURE(s.kv_blocks);
+    const Outcome plain = run_all(*model, reqs, s.n_par, s.batch_tokens, s.kv_blocks);
+    const Outcome drafted = run_all(*model, reqs, s.n_par, s.batch_tokens, s.kv_blocks, 3);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      CAPTURE(i);
+      const int id = static_cast<int>(i);
+      CHECK(drafted.tokens.at(id) == alone(*model, reqs[i]));
+      CHECK(drafted.tokens.at(id) == plain.tokens.at(id));
+      CHECK(drafted.reasons.at(id) == FinishReason::Length);
+      const std::vector<TokenLogprobs>& a = plain.logprobs.at(id);
+      const std::vector<TokenLogprobs>& b = drafted.logprobs.at(id);
+      REQUIRE(a.size() == b.size());
+      for (size_t t = 0; t < a.size(); ++t) {
+        CHECK(a[t].token == b[t].token);
+        CHECK(std::memcmp(&a[t].logprob, &b[t].logprob, sizeof(float)) == 0);
+        CHECK(a[t].top == b[t].top);
+      }
+    }
+    CHECK(drafted.stats.accepted_tokens > 0);  // drafting did something
+    CHECK(drafted.stats.steps < plain.stats.steps);
+    CHECK(drafted.stats.generated_tokens == plain.stats.generated_tokens);
+    if (s.kv_blocks) CHECK(drafted.stats.preemptions > 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("drafting: greedy sequences give exactly their tokens and logprobs without drafting (llama)") {
+  check_drafting_equals_plain("llama");
+}
+TEST_CASE("drafting: greedy sequences give exactly their tokens without drafting (gemma3, sliding window)") {
+  check_drafting_equals_plain("gemma3");
+}
+
+TEST_CASE("drafting: a stop token or max_tokens inside an accepted run ends the sequence where plain decoding does") {
+  auto model = Model::load(tiny_model("llama"), quiet_load());
+  std::vector<SequenceRequest> reqs = repetitive_requests(0.0f);
+  const std::vector<int32_t> full = alone(*model, reqs[0]);
+  // A stop token from late in the output (where drafts are accepted): the text ends before it.
+  const int32_t stop = full[full.size() * 3 / 4];
+  const size_t cut = static_cast<size_t>(std::find(full.begin(), full.end(), stop) - full.begin());
+  reqs.resize(2);
+  reqs[0].stop_tokens = {stop};
+  reqs[1].max_tokens = 17;  // an odd length, likely inside a run
+  const std::vector<int32_t> short_one = alone(*model, reqs[1]);
+  for (int n_par : {1, 2}) {
+    CAPTURE(n_par);
+    const Outcome got = run_all(*model, reqs, n_par, 512, 0, 3);
+    CHECK(got.tokens.at(0) == std::vector<int32_t>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut)));
+    CHECK(got.reasons.at(0) == FinishReason::Stop);
+    CHECK(got.tokens.at(1) == short_one);
+    CHECK(got.reasons.at(1) == FinishReason::Length);
+    CHECK(got.stats.accepted_tokens > 0);
+  }
+}
+
+TEST_CASE("drafting: seeded sampled sequences are reproducible") {
+  auto model = Model::load(tiny_model("llama"), quiet_load());
+  const std::vector<SequenceRequest> reqs = repetitive_requests(0.7f);
+  const Outcome a = run_all(*model, reqs, 6, 512, 0, 3), b = run_all(*model, reqs, 6, 512, 0, 3);
+  CHECK(a.tokens == b.tokens);
+  CHECK(a.stats.drafted_tokens > 0);
+  CHECK(a.stats.accepted_tokens == b.stats.accepted_tokens);
+  for (size_t i = 0; i < reqs.size(); ++i) CHECK(a.tokens.at(static_cast<int>(i)).size() == static_cast<size_t>(reqs[i].max_tokens));
+}
+
+TEST_CASE("drafting: a cancel from an event stops the accepted run at once; bad drafting settings are refused") {
+  auto model = Model::load(tiny_model("llama"), quiet_load());
+  std::vector<SequenceRequest> reqs = repetitive_requests(0.0f);
+  const std::vector<int32_t> full = alone(*model, reqs[0]);
+  ThreadPool pool(1);
+  Context ctx(*model, options(1), pool);
+  std::vector<int32_t> got;
+  FinishReason reason = FinishReason::Length;
+  const size_t cancel_at = 20;
+  Scheduler* self = nullptr;
+  Scheduler sched(ctx, SchedulerOptions{},
+                  Scheduler::Events{[&](int id, int32_t t) {
+                                      got.push_back(t);
+                                      if (got.size() == cancel_at) self->cancel(id);  // as a stop string does
+                                    },
+                                    [&](int, FinishReason r) { reason = r; }});
+  self = &sched;
+  reqs[0].draft.ngram = 3;
+  sched.submit(reqs[0]);
+  while (sched.step()) REQUIRE(ctx.kv_cache().audit() == "");
+  CHECK(got == std::vector<int32_t>(full.begin(), full.begin() + cancel_at));
+  CHECK(reason == FinishReason::Cancelled);
+  CHECK(sched.stats().accepted_tokens > 0);
+  CHECK(ctx.kv_cache().stats().front().used == 0);
+  SequenceRequest bad = reqs[1];
+  bad.draft = SequenceDrafting{3, 0};
+  CHECK_THROWS_AS(sched.submit(bad), Error);
+  bad.draft = SequenceDrafting{-1, 4};
+  CHECK_THROWS_AS(sched.submit(bad), Error);
 }

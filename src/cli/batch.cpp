@@ -1,7 +1,7 @@
 // `ember batch`: offline generation for a file of requests through the continuous-batching
 // scheduler.
 //
-//   ember batch -m model.gguf -f requests.jsonl [-np 8] [-o out.jsonl]
+//   ember batch -m model.gguf -f requests.jsonl [-np 8] [-o out.jsonl] [--draft-ngram 3 [--draft-max 8]]
 //
 // Each input line is one JSON object with OpenAI request fields (engine/completion_request.h);
 // the sampling flags give the defaults of fields a line leaves out, -n the default
@@ -68,6 +68,7 @@ int run_batch(BatchFlags& f) {
   if (f.batch_tokens < 1) fail(ErrorKind::InvalidArgument, "--batch-tokens {} must be at least 1", f.batch_tokens);
   if (f.kv_size < 0) fail(ErrorKind::InvalidArgument, "--kv-size {} must be >= 0", f.kv_size);
   if (f.gen.context_shift) fail(ErrorKind::InvalidArgument, "--context-shift: batch preempts instead of shifting");
+  const SequenceDrafting draft = scheduled_drafting(f.gen.draft);
   ModelSetup setup = model_setup(f.gen);
   setup.context.n_seq = f.n_parallel;
   setup.context.n_batch = std::max(setup.context.n_batch, f.batch_tokens);
@@ -89,7 +90,7 @@ int run_batch(BatchFlags& f) {
   ProgressBar bar("batch");
   BatchSummary summary;
   const std::vector<BatchResult> results =
-      run_batch_job(*m.context, *m.tokenizer, requests, SchedulerOptions{f.n_parallel, f.batch_tokens}, summary,
+      run_batch_job(*m.context, *m.tokenizer, requests, SchedulerOptions{f.n_parallel, f.batch_tokens}, draft, summary,
                     [&](int done, int total) { bar.update(static_cast<float>(done) / total); });
   bar.finish();
   for (size_t i = 0; i < results.size(); ++i) fmt::print(out, "{}\n", result_line(static_cast<int>(i), results[i]));
@@ -116,6 +117,7 @@ void add_batch(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--chat-template", flags->chat_template, "template for 'messages' requests (default: the model's)");
   add_sampling_flags(cmd, flags->gen);
+  add_draft_flags(cmd, flags->gen);
   cmd->callback([flags] { set_exit_code(guarded("batch", [&] { return run_batch(*flags); })); });
 }
 

@@ -1,6 +1,7 @@
 // `ember serve`: an OpenAI-compatible HTTP server on the continuous-batching scheduler.
 //
 //   ember serve -m model.gguf [--host 127.0.0.1] [--port 8080] [-np 16] [--api-key KEY] [-c N]
+//               [--draft-ngram 3 [--draft-max 8]]
 //
 // It listens first (GET /health answers 503 while the model loads), then serves until
 // SIGTERM or SIGINT: new requests get 503, running ones finish (--shutdown finish, the
@@ -13,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "engine/batch_job.h"
 #include "server/http_server.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
@@ -43,8 +45,7 @@ void check(const ServeFlags& f) {
   if (f.shutdown != "finish" && f.shutdown != "cancel")
     fail(ErrorKind::InvalidArgument, "--shutdown '{}' must be finish or cancel", f.shutdown);
   if (f.gen.context_shift) fail(ErrorKind::InvalidArgument, "--context-shift: serve preempts instead of shifting");
-  if (!f.gen.draft.model_path.empty() || f.gen.draft.ngram > 0)
-    fail(ErrorKind::Unsupported, "--draft/--draft-ngram: speculative decoding is not yet combined with continuous batching");
+  scheduled_drafting(f.gen.draft);  // refuses --draft MODEL
 }
 
 // SIGTERM and SIGINT wait for sigwait() in the main thread; every thread started later
@@ -85,7 +86,7 @@ int run_serve(ServeFlags& f) {
   std::string warning;
   const ChatTemplate tmpl = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
   if (!warning.empty()) fmt::print(stderr, "{}\n", warning);
-  server::EngineOptions eo{SchedulerOptions{f.n_parallel, f.batch_tokens}, f.max_queue};
+  server::EngineOptions eo{SchedulerOptions{f.n_parallel, f.batch_tokens}, f.max_queue, scheduled_drafting(f.gen.draft)};
   auto engine = std::make_unique<server::ServingEngine>(*m.context, *m.tokenizer, eo, metrics);
   server::ServedModel served;
   served.engine = engine.get();

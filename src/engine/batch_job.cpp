@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "engine/draft_setup.h"
 #include "engine/stop_strings.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -40,8 +41,8 @@ double percentile(const std::vector<double>& sorted, double p) {
 }
 
 std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const std::vector<CompletionRequest>& requests,
-                                       const SchedulerOptions& options, BatchSummary& summary,
-                                       const std::function<void(int, int)>& on_progress) {
+                                       const SchedulerOptions& options, const SequenceDrafting& draft,
+                                       BatchSummary& summary, const std::function<void(int, int)>& on_progress) {
   const int n = static_cast<int>(requests.size());
   std::vector<BatchResult> results(n);
   std::vector<TextAssembly> texts;
@@ -76,6 +77,7 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
     texts.emplace_back(tok, requests[i].stop);
     const CompletionRequest& req = requests[i];
     SequenceRequest s = sequence_request(req, tok);
+    s.draft = draft;
     results[i].prompt_tokens = static_cast<int>(s.prompt.size());
     try {
       const int id = sched.submit(std::move(s));
@@ -93,6 +95,8 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
   summary.cached_tokens = st.cached_tokens;
   summary.preemptions = st.preemptions;
   summary.steps = st.steps;
+  summary.drafted_tokens = st.drafted_tokens;
+  summary.accepted_tokens = st.accepted_tokens;
   for (const BatchResult& r : results) {
     summary.generated_tokens += r.completion_tokens;
     if (r.completion_tokens > 0) summary.ttft_ms.push_back(r.ttft_ms);
@@ -103,17 +107,29 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
   return results;
 }
 
+SequenceDrafting scheduled_drafting(const DraftOptions& flags) {
+  if (!flags.model_path.empty())
+    fail(ErrorKind::Unsupported, "--draft {}: a draft model is not supported with continuous batching; use --draft-ngram N",
+         flags.model_path);
+  return SequenceDrafting{flags.ngram, flags.max};
+}
+
 std::string format_batch_summary(const BatchSummary& s) {
   const double secs = s.wall_ms / 1000.0;
   auto pcts = [](const std::vector<double>& v) {
     return fmt::format("p50 {:.1f}  p90 {:.1f}  p99 {:.1f} ms", percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0.99));
   };
+  const std::string drafts =
+      s.drafted_tokens > 0 ? fmt::format("\ndrafts: {} drafted, {} accepted ({:.1f}%)", s.drafted_tokens, s.accepted_tokens,
+                                         100.0 * static_cast<double>(s.accepted_tokens) / static_cast<double>(s.drafted_tokens))
+                           : std::string();
   return fmt::format(
       "batch: {} requests in {:.2f} s: {:.2f} requests/s, {:.1f} generated tokens/s ({} generated, {} prompt tokens, "
-      "{} from the prefix cache), {} steps, {} preemptions\n"
+      "{} from the prefix cache), {} steps, {} preemptions{}\n"
       "TTFT: {}\nITL:  {}\n",
       s.requests, secs, secs > 0 ? s.requests / secs : 0.0, secs > 0 ? s.generated_tokens / secs : 0.0,
-      s.generated_tokens, s.prompt_tokens, s.cached_tokens, s.steps, s.preemptions, pcts(s.ttft_ms), pcts(s.itl_ms));
+      s.generated_tokens, s.prompt_tokens, s.cached_tokens, s.steps, s.preemptions, drafts, pcts(s.ttft_ms),
+      pcts(s.itl_ms));
 }
 
 }  // namespace ember

@@ -14,6 +14,7 @@ namespace ember {
 
 class Context;
 class Tokenizer;
+struct DraftOptions;
 
 struct BatchResult {
   std::string text;
@@ -29,14 +30,23 @@ struct BatchSummary {
   double wall_ms = 0;
   int requests = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0, cached_tokens = 0, preemptions = 0, steps = 0;
+  int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative drafting (0 when off)
   std::vector<double> ttft_ms, itl_ms;  // of every request / every token gap, sorted
 };
 
-// Runs every request to its end; on_progress(done, total) after each finished request.
-// Throws the scheduler's submit errors naming the request's index.
+// Runs every request to its end, each with `draft` (speculative drafting; default off);
+// on_progress(done, total) after each finished request. Throws the scheduler's submit
+// errors naming the request's index.
 std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const std::vector<CompletionRequest>& requests,
-                                       const SchedulerOptions& options, BatchSummary& summary,
+                                       const SchedulerOptions& options, const SequenceDrafting& draft,
+                                       BatchSummary& summary,
                                        const std::function<void(int done, int total)>& on_progress = {});
+
+// The drafting of scheduled sequences (`ember batch`, `ember serve`) from the draft flags:
+// --draft-ngram N and --draft-max K. Throws Error(Unsupported) for --draft MODEL: a draft
+// model inside the batch is not built. There is no cost model in the batch (--draft-min and
+// --draft-fixed do not apply): a sequence drafts whenever its lookup finds a match.
+SequenceDrafting scheduled_drafting(const DraftOptions& flags);
 
 // "requests/s, tokens/s, TTFT and ITL p50/p90/p99" as a few lines for stderr.
 std::string format_batch_summary(const BatchSummary& s);

@@ -1,7 +1,10 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "engine/ngram_draft.h"
+#include "engine/speculative.h"
 #include "eval/log_softmax.h"
 #include "kv/kv_cache.h"
 #include "util/error.h"
@@ -20,8 +23,10 @@ const char* finish_reason_name(FinishReason r) {
 struct Scheduler::Sequence {
   Sequence(int id_, SequenceRequest&& r, int n_ctx)
       : id(id_), tokens(std::move(r.prompt)), n_prompt(tokens.size()), max_tokens(r.max_tokens),
-        stop(std::move(r.stop_tokens)), top_logprobs(r.top_logprobs), sampler(r.sampling, n_ctx) {
+        stop(std::move(r.stop_tokens)), top_logprobs(r.top_logprobs), sampler(r.sampling, n_ctx),
+        draft_max(r.draft.max) {
     for (int32_t t : tokens) sampler.accept(t);
+    if (r.draft.ngram > 0) draft = std::make_unique<NgramDraft>(r.draft.ngram);
   }
   int id;
   int slot = -1;
@@ -32,6 +37,9 @@ struct Scheduler::Sequence {
   std::vector<int32_t> stop;
   int top_logprobs;
   SamplerChain sampler;
+  std::unique_ptr<DraftSource> draft;  // null: no drafting
+  int draft_max;
+  DraftProposal proposal;              // this step's drafted tokens
   int remaining() const { return static_cast<int>(tokens.size()) - n_computed; }
   bool decoding() const { return tokens.size() > n_prompt && remaining() == 1; }
 };
@@ -49,6 +57,10 @@ Scheduler::Scheduler(Context& ctx, const SchedulerOptions& options, Events event
     fail(ErrorKind::InvalidArgument, "the scheduler preempts sequences instead of shifting their context");
   for (int s = n_seq - 1; s >= 0; --s) free_slots_.push_back(s);
   need_.assign(n_seq, 0);
+  q_dense_.assign(static_cast<size_t>(ctx.n_vocab()), 0.0f);
+  // A sequence's rows stay within one verify pass's bitwise-invariant size, and its rollback
+  // within what sliding-window layers keep behind them (one ubatch).
+  max_rows_ = std::min(max_verify_rows(ctx), ctx.options().n_ubatch);
   const KVCache& kv = ctx.kv_cache();
   limits_ = SchedulerLimits{ctx.n_ctx(), kv.global_stats().total, kv.block_size()};
 }
@@ -69,6 +81,9 @@ void check_request(const SequenceRequest& request, const SchedulerLimits& limits
     fail(ErrorKind::OutOfMemory, "a request of {} tokens needs {} KV blocks of {} tokens, the pool has {}", longest,
          blocks, limits.block_size, limits.pool_blocks);
   validate(request.sampling);
+  if (request.draft.ngram < 0 || (request.draft.ngram > 0 && request.draft.max < 1))
+    fail(ErrorKind::InvalidArgument, "drafting with n-grams up to {} and {} tokens at most: both must be at least 1",
+         request.draft.ngram, request.draft.max);
 }
 
 int Scheduler::submit(SequenceRequest request) {
@@ -79,6 +94,8 @@ int Scheduler::submit(SequenceRequest request) {
 }
 
 void Scheduler::cancel(int id) { cancelled_.push_back(id); }
+
+bool Scheduler::cancelled(int id) const { return std::find(cancelled_.begin(), cancelled_.end(), id) != cancelled_.end(); }
 
 void Scheduler::finish(Sequence& s, FinishReason reason) {
   if (s.slot >= 0) {
@@ -160,6 +177,7 @@ std::vector<Scheduler::Chunk> Scheduler::plan_batch() {
     plan.push_back(Chunk{&s, 1});
     budget -= 1;
   }
+  plan_drafts(plan, budget);
   for (const auto& sp : running_) {
     Sequence& s = *sp;
     if (budget <= 0) break;
@@ -178,6 +196,44 @@ std::vector<Scheduler::Chunk> Scheduler::plan_batch() {
   return plan;
 }
 
+// Most tokens `s` may draft this step: its own limit, the budget, the bitwise-invariant rows,
+// and no more than it may still generate (the step yields up to k + 1 tokens).
+int Scheduler::draft_room(const Sequence& s, int budget) const {
+  const int n_tokens = static_cast<int>(s.tokens.size());
+  int k = std::min({s.draft_max, budget, max_rows_ - 1, ctx_.n_ctx() - n_tokens - 1});
+  if (s.max_tokens >= 0) k = std::min(k, s.max_tokens - (n_tokens - static_cast<int>(s.n_prompt)) - 1);
+  return std::max(k, 0);
+}
+
+// Drafts for the planned decodes, oldest first, in the budget and the pool their plain rows
+// leave: a draft is cut to what fits, never a reason to preempt.
+void Scheduler::plan_drafts(std::vector<Chunk>& decodes, int& budget) {
+  const KVCache& kv = ctx_.kv_cache();
+  for (Chunk& c : decodes) {
+    Sequence& s = *c.seq;
+    const int k = s.draft ? draft_room(s, budget) : 0;
+    if (k == 0) continue;
+    s.draft->propose(s.tokens, k, ctx_.n_vocab(), s.proposal);
+    int n = static_cast<int>(s.proposal.tokens.size());
+    for (; n > 0; --n) {
+      need_[s.slot] = 1 + n;
+      if (kv.fits(need_)) break;
+    }
+    need_[s.slot] = 1 + n;
+    c.drafted = n;
+    budget -= n;
+  }
+}
+
+void Scheduler::add_rows(const Chunk& c) {
+  const Sequence& s = *c.seq;
+  for (int i = 0; i < c.n; ++i) {
+    const int at = s.n_computed + i;
+    batch_.add(s.tokens[at], at, s.slot, at + 1 == static_cast<int>(s.tokens.size()));
+  }
+  for (int i = 0; i < c.drafted; ++i) batch_.add(s.proposal.tokens[i], s.n_computed + c.n + i, s.slot, true);
+}
+
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n_top) {
   const eval::LogSoftmaxRow row = eval::log_softmax_row(logits);
   TokenLogprobs out{token, static_cast<float>(eval::log_prob(logits, row, token)), {}};
@@ -190,19 +246,63 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n
   return out;
 }
 
-void Scheduler::sample(Sequence& s, std::span<const float> logits) {
-  const int32_t token = s.sampler.sample(logits);
+void Scheduler::sample(Sequence& s, std::span<const float> logits) { emit(s, s.sampler.sample(logits), logits); }
+
+// A token the sampler chose from `logits`, as plain decoding takes it; false when that ended
+// the sequence (a stop token, its length or the context's).
+bool Scheduler::emit(Sequence& s, int32_t token, std::span<const float> logits) {
   stats_.generated_tokens += 1;
   if (std::find(s.stop.begin(), s.stop.end(), token) != s.stop.end()) {
     finish(s, FinishReason::Stop);
-    return;
+    return false;
   }
   s.tokens.push_back(token);
   if (s.top_logprobs >= 0 && events_.on_logprobs) events_.on_logprobs(s.id, token_logprobs(logits, token, s.top_logprobs));
   if (events_.on_token) events_.on_token(s.id, token);
   const int generated = static_cast<int>(s.tokens.size() - s.n_prompt);
-  if ((s.max_tokens >= 0 && generated >= s.max_tokens) || s.tokens.size() >= static_cast<size_t>(ctx_.n_ctx()))
+  if ((s.max_tokens >= 0 && generated >= s.max_tokens) || s.tokens.size() >= static_cast<size_t>(ctx_.n_ctx())) {
     finish(s, FinishReason::Length);
+    return false;
+  }
+  return true;
+}
+
+void Scheduler::roll_back_to(Sequence& s, int n_tokens) {
+  ctx_.kv_rollback(s.slot, s.n_computed - n_tokens);
+  s.n_computed = n_tokens;
+}
+
+// A decode with k drafts: rows[i] predicts draft i (row 0 follows the sequence's last token,
+// row k the bonus token). Emits the accepted drafts, then the token drawn in place of the
+// first rejected one, or the bonus token after them all, and gives back the KV of the drafts
+// it did not keep, leaving the sequence as plain decoding would. A stop token or the length
+// inside the run ends it there; a cancel from an event stops it at once (plain decoding
+// would emit nothing more before the next step retires it).
+void Scheduler::verify(Sequence& s, int k, std::span<const float> rows) {
+  const size_t n_vocab = q_dense_.size();
+  auto row = [&](int i) { return rows.subspan(static_cast<size_t>(i) * n_vocab, n_vocab); };
+  s.n_computed += 1 + k;  // the last token and every draft
+  stats_.drafted_tokens += k;
+  int i = 0;
+  std::optional<int32_t> next;
+  for (; i < k; ++i) {
+    const DraftVerdict v = verify_draft(s.sampler, row(i), s.proposal, static_cast<size_t>(i), q_dense_);
+    if (!v.accepted) {
+      next = v.token;
+      break;
+    }
+    stats_.accepted_tokens += 1;
+    s.sampler.accept(v.token);
+    if (!emit(s, v.token, row(i))) return;  // finished: its KV went with it
+    if (cancelled(s.id)) {
+      roll_back_to(s, static_cast<int>(s.tokens.size()) - 1);
+      return;
+    }
+  }
+  if (!next) next = s.sampler.draw(s.sampler.apply(row(k)));
+  s.sampler.accept(*next);
+  roll_back_to(s, static_cast<int>(s.tokens.size()));  // what plain decoding holds before `next`
+  emit(s, *next, row(i));
 }
 
 bool Scheduler::step() {
@@ -223,11 +323,7 @@ bool Scheduler::step() {
   }
   if (plan.empty()) return !idle();
   batch_.clear();
-  for (const Chunk& c : plan)
-    for (int i = 0; i < c.n; ++i) {
-      const int at = c.seq->n_computed + i;
-      batch_.add(c.seq->tokens[at], at, c.seq->slot, at + 1 == static_cast<int>(c.seq->tokens.size()));
-    }
+  for (const Chunk& c : plan) add_rows(c);
   const std::span<const float> logits = ctx_.decode(batch_);
   stats_.steps += 1;
   stats_.batch_tokens += static_cast<int64_t>(batch_.size());
@@ -236,9 +332,14 @@ bool Scheduler::step() {
   std::vector<Sequence*> done;
   for (const Chunk& c : plan) {
     Sequence& s = *c.seq;
-    s.n_computed += c.n;
-    if (s.remaining() != 0) continue;
-    sample(s, logits.subspan(row++ * n_vocab, n_vocab));
+    if (c.drafted > 0) {
+      verify(s, c.drafted, logits.subspan(row * n_vocab, (c.drafted + 1) * n_vocab));
+      row += c.drafted + 1;
+    } else {
+      s.n_computed += c.n;
+      if (s.remaining() != 0) continue;
+      sample(s, logits.subspan(row++ * n_vocab, n_vocab));
+    }
     if (s.slot < 0) done.push_back(&s);
   }
   std::erase_if(running_, [&](const auto& s) { return std::find(done.begin(), done.end(), s.get()) != done.end(); });

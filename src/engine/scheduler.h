@@ -8,6 +8,16 @@
 // the queue, to be recomputed from its tokens; its sampler keeps its state, and since a
 // token's logits do not depend on the batch around it, its output is unchanged.
 // A new sequence first takes the prefix cache's blocks for the start of its tokens.
+//
+// Speculative drafting per sequence (SequenceRequest::draft): a decoding sequence whose
+// n-gram lookup (ngram_draft.h) proposes k tokens contributes 1 + k rows to the step, its
+// last token and the drafts, verified by speculative.h's exact rule (verify_draft) and
+// rolled back past the first rejection. Drafts take only what the step's plain decodes
+// leave of the token budget and the pool (they never preempt anyone), and at most
+// max_verify_rows - 1 per sequence, so the logits stay bitwise those of single steps: a
+// greedy sequence gives exactly its tokens without drafting. A seeded sampled one draws
+// from the same distribution as plain sampling but consumes its random stream differently:
+// reproducible for the same requests and settings, not the same tokens as without drafts.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -23,12 +33,20 @@
 
 namespace ember {
 
+// Prompt-lookup drafting for one sequence: propose up to `max` tokens that followed the last
+// n tokens (n <= ngram) earlier in its own tokens. ngram 0: no drafting.
+struct SequenceDrafting {
+  int ngram = 0;
+  int max = 8;
+};
+
 struct SequenceRequest {
   std::vector<int32_t> prompt;       // at least one token
   SamplingParams sampling;           // its own seed, penalties, temperature ...
   int max_tokens = -1;               // generated tokens at most; < 0: until a stop token or the context ends
   std::vector<int32_t> stop_tokens;  // end generation (not emitted): the tokenizer's end-of-generation ids
   int top_logprobs = -1;             // >= 0: report each token's log-probability and this many likeliest
+  SequenceDrafting draft;            // speculative drafting (off by default)
 };
 
 // A generated token's log-probability under the model (its logits before sampling), with
@@ -66,6 +84,8 @@ struct SchedulerStats {
   int64_t cached_tokens = 0;      // of them (and of recomputations) found in the prefix cache
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
+  int64_t drafted_tokens = 0;     // proposed by sequences' drafts and verified
+  int64_t accepted_tokens = 0;    // of them, accepted (emitted without a step of their own)
 };
 
 class Scheduler {
@@ -102,15 +122,22 @@ class Scheduler {
   struct Sequence;
   struct Chunk {
     Sequence* seq;
-    int n;  // tokens of this step, from seq->n_computed on
+    int n;            // tokens of this step, from seq->n_computed on
+    int drafted = 0;  // then this many of seq->proposal's tokens (a decode only)
   };
   void retire_cancelled();
   void admit();
   std::vector<Chunk> plan_batch();
-  bool make_room(std::vector<Chunk>& planned, Sequence& s, int& n);
+  void plan_drafts(std::vector<Chunk>& decodes, int& budget);
+  int draft_room(const Sequence& s, int budget) const;
+  void add_rows(const Chunk& c);
   void preempt(Sequence& s);
   void finish(Sequence& s, FinishReason reason);
   void sample(Sequence& s, std::span<const float> logits);
+  bool emit(Sequence& s, int32_t token, std::span<const float> logits);
+  void verify(Sequence& s, int k, std::span<const float> rows);
+  void roll_back_to(Sequence& s, int n_tokens);
+  bool cancelled(int id) const;
 
   Context& ctx_;
   SchedulerOptions opts_;
@@ -121,6 +148,8 @@ class Scheduler {
   std::vector<int> free_slots_;
   std::vector<int> cancelled_;
   std::vector<int> need_;                            // per slot: tokens planned this step
+  std::vector<float> q_dense_;                       // verify_draft's scratch
+  int max_rows_ = 1;                                 // rows of one sequence in a step, drafts included
   Batch batch_;
   SchedulerStats stats_;
   SchedulerLimits limits_;

@@ -71,6 +71,28 @@ Candidates residual_distribution(const Candidates& p, std::span<const float> q_d
   return r;
 }
 
+DraftVerdict verify_draft(SamplerChain& sampler, std::span<const float> logits, const DraftProposal& proposal, size_t i,
+                          std::span<float> q_dense) {
+  const Candidates p = sampler.apply(logits);
+  const int32_t x = proposal.tokens[i];
+  const double p_x = p.prob_of(x);
+  const double q_x = proposal.deterministic() ? 1.0 : proposal.q[i].prob_of(x);
+  if (accept_draft(p_x, q_x, sampler.rng().uniform01())) return {true, x};
+  // q_i spread over the vocabulary for the residual, then zeroed again.
+  auto set_q = [&](bool on) {
+    if (proposal.deterministic()) {
+      q_dense[static_cast<size_t>(x)] = on ? 1.0f : 0.0f;
+      return;
+    }
+    for (const TokenCandidate& c : proposal.q[i].items)
+      if (static_cast<size_t>(c.id) < q_dense.size()) q_dense[static_cast<size_t>(c.id)] = on ? c.p : 0.0f;
+  };
+  set_q(true);
+  const int32_t token = sampler.draw(residual_distribution(p, q_dense));
+  set_q(false);
+  return {false, token};
+}
+
 SpeculativeDecoder::SpeculativeDecoder(Context& target, const Tokenizer& tok, SamplerChain& sampler,
                                        DraftSource& draft, const DraftLengthOptions& length)
     : ctx_(target),
@@ -243,35 +265,19 @@ SpeculativeResult SpeculativeDecoder::generate(std::span<const int32_t> prompt, 
     size_t accepted = 0;
     std::optional<int32_t> next;
     for (size_t i = 0; i < n_draft && !stop; ++i) {
-      const Candidates p = sampler_.apply(row(i));
-      const int32_t x = proposal.tokens[i];
-      const double p_x = p.prob_of(x);
-      const double q_x = proposal.deterministic() ? 1.0 : proposal.q[i].prob_of(x);
-      if (accept_draft(p_x, q_x, sampler_.rng().uniform01())) {
-        ++accepted;
-        sampler_.accept(x);
-        stop = take(x, base + 1 + i);
-        if (stop) {
-          // Plain decoding would hold everything before x: forget x and what follows.
-          ctx_.kv_rollback(0, static_cast<int>(n_draft - i));
-          cached_.resize(base + 1 + i);
-        }
-        continue;
+      const DraftVerdict verdict = verify_draft(sampler_, row(i), proposal, i, q_dense);
+      if (!verdict.accepted) {
+        next = verdict.token;
+        break;
       }
-      if (proposal.deterministic()) {
-        q_dense[static_cast<size_t>(x)] = 1.0f;
-      } else {
-        for (const TokenCandidate& c : proposal.q[i].items)
-          if (static_cast<size_t>(c.id) < n_vocab_) q_dense[static_cast<size_t>(c.id)] = c.p;
+      ++accepted;
+      sampler_.accept(verdict.token);
+      stop = take(verdict.token, base + 1 + i);
+      if (stop) {
+        // Plain decoding would hold everything before x: forget x and what follows.
+        ctx_.kv_rollback(0, static_cast<int>(n_draft - i));
+        cached_.resize(base + 1 + i);
       }
-      next = sampler_.draw(residual_distribution(p, q_dense));
-      if (proposal.deterministic()) {
-        q_dense[static_cast<size_t>(x)] = 0.0f;
-      } else {
-        for (const TokenCandidate& c : proposal.q[i].items)
-          if (static_cast<size_t>(c.id) < n_vocab_) q_dense[static_cast<size_t>(c.id)] = 0.0f;
-      }
-      break;
     }
     spec.accepted += static_cast<int>(accepted);
     length_.record_verdict(static_cast<int>(n_draft), static_cast<int>(accepted));

@@ -102,6 +102,19 @@ class SpeculativeDecoder {
 // min(1, p(x)/q(x)) using uniform u in [0, 1). q_x = 1 for deterministic drafts.
 inline bool accept_draft(double p_x, double q_x, double u) { return u * q_x < p_x; }
 
+// The verdict on one drafted token x = proposal.tokens[i], from the target's logits row that
+// predicts it, by the rule above: accepted (token = x), or rejected with the token drawn in
+// its place from the residual (the round ends there). Draws from sampler.rng() and does not
+// accept() anything into the chain: the caller does, for the token it emits. q_dense:
+// n_vocab zeros, scratch that is left zeroed. Shared by SpeculativeDecoder and the
+// continuous-batching scheduler (scheduler.h), so both keep the same exact rule.
+struct DraftVerdict {
+  bool accepted = false;
+  int32_t token = 0;
+};
+DraftVerdict verify_draft(SamplerChain& sampler, std::span<const float> logits, const DraftProposal& proposal, size_t i,
+                          std::span<float> q_dense);
+
 // normalise(max(0, p - q)) as candidates (p's order). q_dense[id] = q(id) (size >= every id
 // of p, zeros elsewhere). Falls back to p when the residual has no mass (p == q up to
 // rounding: then a rejection is a measure-zero event).

@@ -75,6 +75,9 @@ std::string ServerMetrics::render(const EngineSnapshot& e) const {
   metric(out, "ember_prefix_cache_hit_rate", "gauge", "Share of prompt tokens found in the prefix cache",
          e.prompt_tokens > 0 ? double(e.cached_tokens) / double(e.prompt_tokens) : 0.0);
   metric(out, "ember_preemptions_total", "counter", "Sequences preempted for lack of KV blocks", double(e.preemptions));
+  metric(out, "ember_draft_tokens_total", "counter", "Speculatively drafted tokens verified (--draft-ngram)",
+         double(e.drafted_tokens));
+  metric(out, "ember_draft_accepted_tokens_total", "counter", "Drafted tokens accepted", double(e.accepted_tokens));
   kv_gauges(out, e.kv);
   std::lock_guard lock(mu_);
   ttft_.render(out, "ember_time_to_first_token_seconds", "From request arrival to the first generated token");

@@ -19,6 +19,8 @@ struct EngineSnapshot {
   int64_t cached_tokens = 0;     // of them, found in the prefix cache
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
+  int64_t drafted_tokens = 0;    // speculative drafts verified (--draft-ngram)
+  int64_t accepted_tokens = 0;   // of them, accepted
 };
 
 class Histogram {

@@ -106,6 +106,7 @@ void ServingEngine::apply(Command& c) {
     return;
   }
   try {
+    c.request.draft = opts_.draft;
     const int id = sched_->submit(std::move(c.request));
     id_of_[c.stream.get()] = id;
     active_.emplace(id, Active{c.stream, StreamingDecoder(tok_), StopStringFilter(std::move(c.stops)), c.arrival, c.arrival});
@@ -159,6 +160,8 @@ void ServingEngine::publish() {
   s.cached_tokens = st.cached_tokens;
   s.generated_tokens = st.generated_tokens;
   s.preemptions = st.preemptions;
+  s.drafted_tokens = st.drafted_tokens;
+  s.accepted_tokens = st.accepted_tokens;
   bool idle = false;
   {
     std::lock_guard lock(mu_);
