@@ -114,12 +114,10 @@ void Block::thread_exits() {
   ++exited_;
 }
 
+// Round-robin takes the longest-waiting thread; shuffled any ready one, uniformly.
 int Block::pick_next() {
-  size_t i = 0;
-  if (order_ == Order::Shuffled) {
-    i = std::uniform_int_distribution<size_t>(0, ready_.size() - 1)(rng_);
-    std::swap(ready_[i], ready_.front());
-  }
+  if (order_ == Order::Shuffled)
+    std::swap(ready_[std::uniform_int_distribution<size_t>(0, ready_.size() - 1)(rng_)], ready_.front());
   const int t = ready_.front();
   ready_.pop_front();
   return t;

@@ -93,7 +93,8 @@ class Block {
   std::vector<std::unique_ptr<Fiber>>& fibers_;  // the calling OS thread's pool
   std::vector<Thread> threads_;
   std::deque<int> ready_;
-  // The block owns every exchange, not the fibers: a failed launch drops fibers unwound.
+  // The block owns every exchange, not the fibers: a failed launch drops its fibers
+  // without unwinding them.
   std::vector<std::unique_ptr<Exchange>> exchanges_;  // open or not yet read by all
   std::vector<std::vector<Exchange*>> open_;          // per warp
   int current_ = -1;
