@@ -1,4 +1,4 @@
-// UTF-8 facts shared by the GGUF listings, JSON output, the JSON reader and the tokenizer.
+// UTF-8 facts shared by the GGUF listings, JSON output (json::quote) and the tokenizer.
 #pragma once
 #include <cstddef>
 #include <string>
