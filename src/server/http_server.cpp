@@ -91,6 +91,13 @@ HttpServer::HttpServer(const ServerOptions& options, ServerMetrics& metrics)
     : opts_(options), metrics_(metrics), http_(std::make_unique<httplib::Server>()) {
   const int n = std::max(1, opts_.max_connections);
   http_->new_task_queue = [n] { return new ConnectionLimiter(n); };
+  // httplib's default is SO_REUSEPORT, which lets a second server bind the same port and
+  // take half its connections, yet refuses the port while a previous server's connections
+  // linger in TIME_WAIT. SO_REUSEADDR is the other way round: what a server wants.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   http_->set_payload_max_length(opts_.max_body_bytes);
   http_->set_read_timeout(opts_.read_timeout_s, 0);
   routes();
