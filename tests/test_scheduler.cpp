@@ -42,8 +42,8 @@ SequenceRequest request(std::vector<int32_t> prompt, int max_tokens, float tempe
 
 // The request on its own, without the scheduler: prefill in one batch, then one token per
 // decode() call, sampled by its own chain.
-std::vector<int32_t> alone(const Model& model, const SequenceRequest& r) {
-  ThreadPool pool(2);
+std::vector<int32_t> alone(const Model& model, const SequenceRequest& r, int threads = 2) {
+  ThreadPool pool(threads);
   Context ctx(model, options(1), pool);
   SamplerChain chain(r.sampling, ctx.n_ctx());
   for (int32_t t : r.prompt) chain.accept(t);
@@ -73,10 +73,10 @@ struct Outcome {
   SchedulerStats stats;
 };
 
-// `draft_ngram` > 0: every request drafts with n-grams up to that size.
+// Every request with `draft` (default: no drafting).
 Outcome run_all(const Model& model, std::vector<SequenceRequest> reqs, int n_par, int batch_tokens, int kv_blocks,
-                int draft_ngram = 0) {
-  ThreadPool pool(2);
+                const SequenceDrafting& draft = {}, int threads = 2) {
+  ThreadPool pool(threads);
   Context ctx(model, options(n_par, kv_blocks), pool);
   Outcome out;
   Scheduler sched(ctx, SchedulerOptions{n_par, batch_tokens},
@@ -84,7 +84,7 @@ Outcome run_all(const Model& model, std::vector<SequenceRequest> reqs, int n_par
                                     [&](int id, FinishReason r) { out.reasons[id] = r; },
                                     [&](int id, const TokenLogprobs& lp) { out.logprobs[id].push_back(lp); }});
   for (SequenceRequest& r : reqs) {
-    r.draft.ngram = draft_ngram;
+    r.draft = draft;
     sched.submit(r);
   }
   while (sched.step()) REQUIRE(ctx.kv_cache().audit() == "");
@@ -182,7 +182,7 @@ TEST_CASE("cancelling frees the sequence's blocks at the next step; a request to
 namespace {
 
 // Arrivals, cancellations and preemptions at random; drafting > 0: every other request
-// drafts with n-grams up to that size.
+// drafts with n-grams up to that size, gated or fixed.
 SchedulerStats randomized_run(int drafting) {
   auto model = Model::load(tiny_model("llama"), quiet_load());
   ThreadPool pool(1);
@@ -202,7 +202,8 @@ SchedulerStats randomized_run(int drafting) {
       const int n = 1 + static_cast<int>(rng() % 90);
       SequenceRequest r = request(prompt_of(n, static_cast<int>(rng() % 5), rng() % 2 ? system : std::vector<int32_t>{}),
                                   1 + static_cast<int>(rng() % 30), (rng() % 2) ? 0.0f : 0.9f, rng());
-      if (drafting > 0 && submitted % 2 == 0) r.draft = SequenceDrafting{drafting, 1 + static_cast<int>(rng() % 8)};
+      if (drafting > 0 && submitted % 2 == 0)
+        r.draft = SequenceDrafting{drafting, 1 + static_cast<int>(rng() % 8), rng() % 2 == 0};
       live.push_back(sched.submit(std::move(r)));
       ++submitted;
     }
@@ -230,6 +231,8 @@ TEST_CASE("drafting: randomized arrivals, cancellations and preemptions keep the
   CHECK(st.drafted_tokens > st.accepted_tokens);  // rejections (and their rollbacks) happened too
 }
 
+// The drafting tests below run on one thread: they are many small steps, which a pool of
+// spinning workers makes slow on a loaded machine (the kernels' bits do not depend on it).
 namespace {
 
 // Prompts that repeat themselves (period 50 and 17), so n-gram lookups find something.
@@ -246,10 +249,32 @@ std::vector<SequenceRequest> repetitive_requests(float temperature) {
   return reqs;
 }
 
+// Tokens, finish reasons and log-probabilities of `drafted` bitwise those of `plain`, which
+// equal `want` (each request alone).
+void check_same_output(const Outcome& plain, const Outcome& drafted, const std::vector<std::vector<int32_t>>& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    const int id = static_cast<int>(i);
+    CHECK(plain.tokens.at(id) == want[i]);
+    CHECK(drafted.tokens.at(id) == want[i]);
+    CHECK(drafted.reasons.at(id) == FinishReason::Length);
+    const std::vector<TokenLogprobs>& a = plain.logprobs.at(id);
+    const std::vector<TokenLogprobs>& b = drafted.logprobs.at(id);
+    REQUIRE(a.size() == b.size());
+    for (size_t t = 0; t < a.size(); ++t) {
+      CHECK(a[t].token == b[t].token);
+      CHECK(std::memcmp(&a[t].logprob, &b[t].logprob, sizeof(float)) == 0);
+      CHECK(a[t].top == b[t].top);
+    }
+  }
+}
+
 void check_drafting_equals_plain(const std::string& arch) {
   CAPTURE(arch);
   auto model = Model::load(tiny_model(arch), quiet_load());
   const std::vector<SequenceRequest> reqs = repetitive_requests(0.0f);
+  std::vector<std::vector<int32_t>> want;
+  for (const SequenceRequest& r : reqs) want.push_back(alone(*model, r, 1));
   struct Setup {
     int n_par, batch_tokens, kv_blocks;
   };
@@ -258,27 +283,17 @@ void check_drafting_equals_plain(const std::string& arch) {
     CAPTURE(s.n_par);
     CAPTURE(s.batch_tokens);
     CAPTURE(s.kv_blocks);
-    const Outcome plain = run_all(*model, reqs, s.n_par, s.batch_tokens, s.kv_blocks);
-    const Outcome drafted = run_all(*model, reqs, s.n_par, s.batch_tokens, s.kv_blocks, 3);
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      CAPTURE(i);
-      const int id = static_cast<int>(i);
-      CHECK(drafted.tokens.at(id) == alone(*model, reqs[i]));
-      CHECK(drafted.tokens.at(id) == plain.tokens.at(id));
-      CHECK(drafted.reasons.at(id) == FinishReason::Length);
-      const std::vector<TokenLogprobs>& a = plain.logprobs.at(id);
-      const std::vector<TokenLogprobs>& b = drafted.logprobs.at(id);
-      REQUIRE(a.size() == b.size());
-      for (size_t t = 0; t < a.size(); ++t) {
-        CHECK(a[t].token == b[t].token);
-        CHECK(std::memcmp(&a[t].logprob, &b[t].logprob, sizeof(float)) == 0);
-        CHECK(a[t].top == b[t].top);
-      }
+    const Outcome plain = run_all(*model, reqs, s.n_par, s.batch_tokens, s.kv_blocks, {}, 1);
+    for (bool fixed : {false, true}) {  // gated by acceptance, and always drafting max
+      CAPTURE(fixed);
+      const Outcome drafted =
+          run_all(*model, reqs, s.n_par, s.batch_tokens, s.kv_blocks, SequenceDrafting{3, 8, fixed}, 1);
+      check_same_output(plain, drafted, want);
+      CHECK(drafted.stats.accepted_tokens > 0);  // drafting did something
+      CHECK(drafted.stats.steps < plain.stats.steps);
+      CHECK(drafted.stats.generated_tokens == plain.stats.generated_tokens);
+      if (s.kv_blocks) CHECK(drafted.stats.preemptions > 0);
     }
-    CHECK(drafted.stats.accepted_tokens > 0);  // drafting did something
-    CHECK(drafted.stats.steps < plain.stats.steps);
-    CHECK(drafted.stats.generated_tokens == plain.stats.generated_tokens);
-    if (s.kv_blocks) CHECK(drafted.stats.preemptions > 0);
   }
 }
 
@@ -294,17 +309,17 @@ TEST_CASE("drafting: greedy sequences give exactly their tokens without drafting
 TEST_CASE("drafting: a stop token or max_tokens inside an accepted run ends the sequence where plain decoding does") {
   auto model = Model::load(tiny_model("llama"), quiet_load());
   std::vector<SequenceRequest> reqs = repetitive_requests(0.0f);
-  const std::vector<int32_t> full = alone(*model, reqs[0]);
+  const std::vector<int32_t> full = alone(*model, reqs[0], 1);
   // A stop token from late in the output (where drafts are accepted): the text ends before it.
   const int32_t stop = full[full.size() * 3 / 4];
   const size_t cut = static_cast<size_t>(std::find(full.begin(), full.end(), stop) - full.begin());
   reqs.resize(2);
   reqs[0].stop_tokens = {stop};
   reqs[1].max_tokens = 17;  // an odd length, likely inside a run
-  const std::vector<int32_t> short_one = alone(*model, reqs[1]);
+  const std::vector<int32_t> short_one = alone(*model, reqs[1], 1);
   for (int n_par : {1, 2}) {
     CAPTURE(n_par);
-    const Outcome got = run_all(*model, reqs, n_par, 512, 0, 3);
+    const Outcome got = run_all(*model, reqs, n_par, 512, 0, SequenceDrafting{3, 8, true}, 1);
     CHECK(got.tokens.at(0) == std::vector<int32_t>(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(cut)));
     CHECK(got.reasons.at(0) == FinishReason::Stop);
     CHECK(got.tokens.at(1) == short_one);
@@ -316,17 +331,19 @@ TEST_CASE("drafting: a stop token or max_tokens inside an accepted run ends the 
 TEST_CASE("drafting: seeded sampled sequences are reproducible") {
   auto model = Model::load(tiny_model("llama"), quiet_load());
   const std::vector<SequenceRequest> reqs = repetitive_requests(0.7f);
-  const Outcome a = run_all(*model, reqs, 6, 512, 0, 3), b = run_all(*model, reqs, 6, 512, 0, 3);
+  const Outcome a = run_all(*model, reqs, 6, 512, 0, SequenceDrafting{3}, 1),
+                b = run_all(*model, reqs, 6, 512, 0, SequenceDrafting{3}, 1);
   CHECK(a.tokens == b.tokens);
   CHECK(a.stats.drafted_tokens > 0);
   CHECK(a.stats.accepted_tokens == b.stats.accepted_tokens);
-  for (size_t i = 0; i < reqs.size(); ++i) CHECK(a.tokens.at(static_cast<int>(i)).size() == static_cast<size_t>(reqs[i].max_tokens));
+  for (size_t i = 0; i < reqs.size(); ++i)
+    CHECK(a.tokens.at(static_cast<int>(i)).size() == static_cast<size_t>(reqs[i].max_tokens));
 }
 
 TEST_CASE("drafting: a cancel from an event stops the accepted run at once; bad drafting settings are refused") {
   auto model = Model::load(tiny_model("llama"), quiet_load());
   std::vector<SequenceRequest> reqs = repetitive_requests(0.0f);
-  const std::vector<int32_t> full = alone(*model, reqs[0]);
+  const std::vector<int32_t> full = alone(*model, reqs[0], 1);
   ThreadPool pool(1);
   Context ctx(*model, options(1), pool);
   std::vector<int32_t> got;

@@ -111,7 +111,7 @@ SequenceDrafting scheduled_drafting(const DraftOptions& flags) {
   if (!flags.model_path.empty())
     fail(ErrorKind::Unsupported, "--draft {}: a draft model is not supported with continuous batching; use --draft-ngram N",
          flags.model_path);
-  return SequenceDrafting{flags.ngram, flags.max};
+  return SequenceDrafting{flags.ngram, flags.max, flags.fixed};
 }
 
 std::string format_batch_summary(const BatchSummary& s) {

@@ -44,8 +44,9 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
 
 // The drafting of scheduled sequences (`ember batch`, `ember serve`) from the draft flags:
 // --draft-ngram N and --draft-max K. Throws Error(Unsupported) for --draft MODEL: a draft
-// model inside the batch is not built. There is no cost model in the batch (--draft-min and
-// --draft-fixed do not apply): a sequence drafts whenever its lookup finds a match.
+// model inside the batch is not built. --draft-fixed: every sequence drafts up to
+// --draft-max whenever its lookup finds a match, instead of as far as its acceptance so far
+// makes worth the rows (--draft-min does not apply: there is no timing model in the batch).
 SequenceDrafting scheduled_drafting(const DraftOptions& flags);
 
 // "requests/s, tokens/s, TTFT and ITL p50/p90/p99" as a few lines for stderr.

@@ -20,11 +20,38 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
+namespace {
+
+// How far a sequence drafts: each drafted token costs a row of the shared batch, accepted or
+// not, so the i-th is drafted only while alpha^i >= kWorthRow, alpha being the sequence's
+// decayed share of accepted draft positions (prior 0.5). When that is no draft at all, the
+// lookup's guess for the next token (free to make) is checked against the token the
+// sequence then emits, so drafting resumes as soon as its output starts copying again.
+class DraftGate {
+ public:
+  int length(int max) const {
+    const double alpha = hits_ / tries_;
+    int k = 0;
+    for (double p = alpha; k < max && p >= kWorthRow; p *= alpha) ++k;
+    return k;
+  }
+  void record(bool accepted) {
+    hits_ = kDecay * hits_ + (accepted ? 1.0 : 0.0);
+    tries_ = kDecay * tries_ + 1.0;
+  }
+
+ private:
+  static constexpr double kWorthRow = 0.5, kDecay = 0.9;
+  double hits_ = 1.0, tries_ = 2.0;
+};
+
+}  // namespace
+
 struct Scheduler::Sequence {
   Sequence(int id_, SequenceRequest&& r, int n_ctx)
       : id(id_), tokens(std::move(r.prompt)), n_prompt(tokens.size()), max_tokens(r.max_tokens),
         stop(std::move(r.stop_tokens)), top_logprobs(r.top_logprobs), sampler(r.sampling, n_ctx),
-        draft_max(r.draft.max) {
+        draft_max(r.draft.max), draft_fixed(r.draft.fixed) {
     for (int32_t t : tokens) sampler.accept(t);
     if (r.draft.ngram > 0) draft = std::make_unique<NgramDraft>(r.draft.ngram);
   }
@@ -39,7 +66,10 @@ struct Scheduler::Sequence {
   SamplerChain sampler;
   std::unique_ptr<DraftSource> draft;  // null: no drafting
   int draft_max;
+  bool draft_fixed;
+  DraftGate gate;
   DraftProposal proposal;              // this step's drafted tokens
+  int32_t guess = -1;                  // the lookup's next token while the gate drafts nothing
   int remaining() const { return static_cast<int>(tokens.size()) - n_computed; }
   bool decoding() const { return tokens.size() > n_prompt && remaining() == 1; }
 };
@@ -95,7 +125,9 @@ int Scheduler::submit(SequenceRequest request) {
 
 void Scheduler::cancel(int id) { cancelled_.push_back(id); }
 
-bool Scheduler::cancelled(int id) const { return std::find(cancelled_.begin(), cancelled_.end(), id) != cancelled_.end(); }
+bool Scheduler::cancelled(int id) const {
+  return std::find(cancelled_.begin(), cancelled_.end(), id) != cancelled_.end();
+}
 
 void Scheduler::finish(Sequence& s, FinishReason reason) {
   if (s.slot >= 0) {
@@ -211,7 +243,14 @@ void Scheduler::plan_drafts(std::vector<Chunk>& decodes, int& budget) {
   const KVCache& kv = ctx_.kv_cache();
   for (Chunk& c : decodes) {
     Sequence& s = *c.seq;
-    const int k = s.draft ? draft_room(s, budget) : 0;
+    s.guess = -1;
+    if (!s.draft) continue;
+    const int room = draft_room(s, budget);
+    const int k = s.draft_fixed ? room : s.gate.length(room);
+    if (k == 0 && room > 0) {  // the gate is shut: only a guess, checked in sample()
+      s.draft->propose(s.tokens, 1, ctx_.n_vocab(), s.proposal);
+      if (!s.proposal.tokens.empty()) s.guess = s.proposal.tokens[0];
+    }
     if (k == 0) continue;
     s.draft->propose(s.tokens, k, ctx_.n_vocab(), s.proposal);
     int n = static_cast<int>(s.proposal.tokens.size());
@@ -246,7 +285,12 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n
   return out;
 }
 
-void Scheduler::sample(Sequence& s, std::span<const float> logits) { emit(s, s.sampler.sample(logits), logits); }
+void Scheduler::sample(Sequence& s, std::span<const float> logits) {
+  const int32_t token = s.sampler.sample(logits);
+  if (s.guess >= 0) s.gate.record(token == s.guess);
+  s.guess = -1;
+  emit(s, token, logits);
+}
 
 // A token the sampler chose from `logits`, as plain decoding takes it; false when that ended
 // the sequence (a stop token, its length or the context's).
@@ -287,6 +331,7 @@ void Scheduler::verify(Sequence& s, int k, std::span<const float> rows) {
   std::optional<int32_t> next;
   for (; i < k; ++i) {
     const DraftVerdict v = verify_draft(s.sampler, row(i), s.proposal, static_cast<size_t>(i), q_dense_);
+    s.gate.record(v.accepted);
     if (!v.accepted) {
       next = v.token;
       break;

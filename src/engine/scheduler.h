@@ -13,7 +13,8 @@
 // n-gram lookup (ngram_draft.h) proposes k tokens contributes 1 + k rows to the step, its
 // last token and the drafts, verified by speculative.h's exact rule (verify_draft) and
 // rolled back past the first rejection. Drafts take only what the step's plain decodes
-// leave of the token budget and the pool (they never preempt anyone), and at most
+// leave of the token budget and the pool (they never preempt anyone), as many as the
+// sequence's acceptance so far makes worth their rows, and at most
 // max_verify_rows - 1 per sequence, so the logits stay bitwise those of single steps: a
 // greedy sequence gives exactly its tokens without drafting. A seeded sampled one draws
 // from the same distribution as plain sampling but consumes its random stream differently:
@@ -34,10 +35,13 @@
 namespace ember {
 
 // Prompt-lookup drafting for one sequence: propose up to `max` tokens that followed the last
-// n tokens (n <= ngram) earlier in its own tokens. ngram 0: no drafting.
+// n tokens (n <= ngram) earlier in its own tokens. ngram 0: no drafting. Drafts cost rows of
+// the shared batch, so by default a sequence drafts only as far as its own drafts have been
+// accepted (scheduler.cpp's DraftGate); fixed: always up to max.
 struct SequenceDrafting {
   int ngram = 0;
   int max = 8;
+  bool fixed = false;
 };
 
 struct SequenceRequest {
