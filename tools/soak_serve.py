@@ -65,6 +65,7 @@ def one(rng):
         count("ok")
     elif r.status == 503 and not bad:
         count("503 (intended)")
+        time.sleep(rng.uniform(0.2, 1.0))  # as a client honouring Retry-After would
     elif r.status == 400 and bad:
         count("400 (intended)")
     else:

@@ -69,15 +69,15 @@ std::string ServerMetrics::render(const EngineSnapshot& e) const {
   std::string out;
   metric(out, "ember_requests_running", "gauge", "Sequences being computed", e.running);
   metric(out, "ember_requests_waiting", "gauge", "Requests queued for a sequence slot", e.waiting);
-  metric(out, "ember_prompt_tokens_total", "counter", "Prompt tokens scheduled, recomputations included", double(e.prompt_tokens));
-  metric(out, "ember_generation_tokens_total", "counter", "Tokens generated", double(e.generated_tokens));
-  metric(out, "ember_prefix_cache_hit_tokens_total", "counter", "Prompt tokens found in the prefix cache", double(e.cached_tokens));
+  metric(out, "ember_prompt_tokens_total", "counter", "Prompt tokens scheduled, recomputations included", double(e.scheduler.prompt_tokens));
+  metric(out, "ember_generation_tokens_total", "counter", "Tokens generated", double(e.scheduler.generated_tokens));
+  metric(out, "ember_prefix_cache_hit_tokens_total", "counter", "Prompt tokens found in the prefix cache", double(e.scheduler.cached_tokens));
   metric(out, "ember_prefix_cache_hit_rate", "gauge", "Share of prompt tokens found in the prefix cache",
-         e.prompt_tokens > 0 ? double(e.cached_tokens) / double(e.prompt_tokens) : 0.0);
-  metric(out, "ember_preemptions_total", "counter", "Sequences preempted for lack of KV blocks", double(e.preemptions));
+         e.scheduler.prompt_tokens > 0 ? double(e.scheduler.cached_tokens) / double(e.scheduler.prompt_tokens) : 0.0);
+  metric(out, "ember_preemptions_total", "counter", "Sequences preempted for lack of KV blocks", double(e.scheduler.preemptions));
   metric(out, "ember_draft_tokens_total", "counter", "Speculatively drafted tokens verified (--draft-ngram)",
-         double(e.drafted_tokens));
-  metric(out, "ember_draft_accepted_tokens_total", "counter", "Drafted tokens accepted", double(e.accepted_tokens));
+         double(e.scheduler.drafted_tokens));
+  metric(out, "ember_draft_accepted_tokens_total", "counter", "Drafted tokens accepted", double(e.scheduler.accepted_tokens));
   kv_gauges(out, e.kv);
   std::lock_guard lock(mu_);
   ttft_.render(out, "ember_time_to_first_token_seconds", "From request arrival to the first generated token");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/scheduler.h"
 #include "kv/kv_cache.h"
 
 namespace ember::server {
@@ -15,12 +16,7 @@ struct EngineSnapshot {
   int running = 0;
   int waiting = 0;
   std::vector<KVBlockStats> kv;  // one per layer group
-  int64_t prompt_tokens = 0;     // scheduled, recomputations included
-  int64_t cached_tokens = 0;     // of them, found in the prefix cache
-  int64_t generated_tokens = 0;
-  int64_t preemptions = 0;
-  int64_t drafted_tokens = 0;    // speculative drafts verified (--draft-ngram)
-  int64_t accepted_tokens = 0;   // of them, accepted
+  SchedulerStats scheduler;      // token, preemption and draft totals
 };
 
 class Histogram {

@@ -22,7 +22,6 @@ struct StreamResult {
   std::string finish_reason;  // "stop", "length", or "cancelled" (disconnect, shutdown)
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  int cached_tokens = 0;
 };
 
 class ResponseStream {
@@ -31,7 +30,7 @@ class ResponseStream {
 
   // Engine side.
   void deliver(std::string_view text, const TokenLogprobs* logprobs, bool new_token);
-  void finish(std::string_view reason, int cached_tokens);
+  void finish(std::string_view reason);
 
   // HTTP side: waits up to `timeout` for anything new (returns at once when there is).
   StreamUpdate take(std::chrono::milliseconds timeout);

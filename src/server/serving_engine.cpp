@@ -112,7 +112,7 @@ void ServingEngine::apply(Command& c) {
     active_.emplace(id, Active{c.stream, StreamingDecoder(tok_), StopStringFilter(std::move(c.stops)), c.arrival, c.arrival});
   } catch (const Error& e) {  // checked before it was queued: only a bug lands here
     fmt::print(stderr, "serve: a request was refused after it was queued: {}\n", e.what());
-    c.stream->finish("error", 0);
+    c.stream->finish("error");
   }
 }
 
@@ -138,30 +138,24 @@ void ServingEngine::on_finish(int id, FinishReason reason) {
   text += a.filter.flush();
   if (!text.empty()) a.stream->deliver(text, nullptr, false);
   const char* name = a.filter.stopped() ? "stop" : finish_reason_name(reason);
-  a.stream->finish(name, 0);
+  a.stream->finish(name);
   id_of_.erase(a.stream.get());
   active_.erase(it);
 }
 
 void ServingEngine::end_all(const char* reason) {
-  for (auto& [id, a] : active_) a.stream->finish(reason, 0);
+  for (auto& [id, a] : active_) a.stream->finish(reason);
   active_.clear();
   id_of_.clear();
   sched_ = make_scheduler();  // the old one frees every sequence's blocks
 }
 
 void ServingEngine::publish() {
-  const SchedulerStats& st = sched_->stats();
   EngineSnapshot s;
   s.running = static_cast<int>(sched_->n_running());
   s.waiting = static_cast<int>(sched_->n_waiting());
   s.kv = ctx_.kv_cache().stats();
-  s.prompt_tokens = st.prompt_tokens;
-  s.cached_tokens = st.cached_tokens;
-  s.generated_tokens = st.generated_tokens;
-  s.preemptions = st.preemptions;
-  s.drafted_tokens = st.drafted_tokens;
-  s.accepted_tokens = st.accepted_tokens;
+  s.scheduler = sched_->stats();
   bool idle = false;
   {
     std::lock_guard lock(mu_);
