@@ -17,19 +17,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// One request's text as tokens arrive: pieces through a streaming decoder, cut at the
-// first stop string (which is not kept).
+// One request's whole text, assembled as its tokens arrive.
 struct TextAssembly {
-  TextAssembly(const Tokenizer& tok, std::vector<std::string> stops) : decoder(tok), filter(std::move(stops)) {}
-  StreamingDecoder decoder;
-  StopStringFilter filter;
+  TextAssembly(const Tokenizer& tok, std::vector<std::string> stops) : generated(tok, std::move(stops)) {}
+  GeneratedText generated;
   std::string text;
 
-  void push(int32_t token) { text += filter.push(decoder.push(token)); }
-  void finish() {
-    text += filter.push(decoder.flush());
-    text += filter.flush();
-  }
+  void push(int32_t token) { text += generated.push(token); }
+  void finish() { text += generated.finish(); }
 };
 
 }  // namespace
@@ -63,13 +58,13 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
                                       r.total_ms = ms_since(start, now);
                                       r.completion_tokens += 1;
                                       texts[i].push(token);
-                                      if (texts[i].filter.stopped()) sched.cancel(id);  // events run after construction
+                                      if (texts[i].generated.stopped()) sched.cancel(id);  // events run after construction
                                     },
                                     [&](int id, FinishReason reason) {
                                       const int i = index_of[id];
                                       texts[i].finish();
                                       results[i].text = texts[i].text;
-                                      const bool stopped = texts[i].filter.stopped() || reason == FinishReason::Stop;
+                                      const bool stopped = texts[i].generated.stopped() || reason == FinishReason::Stop;
                                       results[i].finish_reason = stopped ? "stop" : finish_reason_name(reason);
                                       if (on_progress) on_progress(++done, n);
                                     }});

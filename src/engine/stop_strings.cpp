@@ -46,4 +46,9 @@ size_t StopStringFilter::held_back() const {
   return keep;
 }
 
+std::string GeneratedText::finish() {
+  std::string out = filter_.push(decoder_.flush());
+  return out + filter_.flush();
+}
+
 }  // namespace ember

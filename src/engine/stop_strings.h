@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/tokenizer.h"
+
 namespace ember {
 
 class StopStringFilter {
@@ -25,6 +27,21 @@ class StopStringFilter {
   std::vector<std::string> stops_;
   std::string pending_;
   bool stopped_ = false;
+};
+
+// A generation's text token by token: bytes held until they form whole UTF-8 characters
+// (StreamingDecoder), then through the stop strings. What push() and finish() return may be
+// shown at once; together they are the whole text.
+class GeneratedText {
+ public:
+  GeneratedText(const Tokenizer& tok, std::vector<std::string> stops) : decoder_(tok), filter_(std::move(stops)) {}
+  std::string push(int32_t token) { return filter_.push(decoder_.push(token)); }
+  std::string finish();  // at the end of generation: what is still held back
+  bool stopped() const { return filter_.stopped(); }
+
+ private:
+  StreamingDecoder decoder_;
+  StopStringFilter filter_;
 };
 
 }  // namespace ember

@@ -7,13 +7,6 @@
 namespace ember::server {
 namespace {
 
-bool flag(const json::Value& body, const char* field) {
-  const json::Value* v = body.find(field);
-  if (!v || v->is_null()) return false;
-  if (!v->is_bool()) throw bad_request(fmt::format("field '{}' must be a boolean", field));
-  return v->as_bool();
-}
-
 // Fields that would change the answer in ways ember does not implement.
 void refuse_unsupported(const json::Value& body) {
   for (const char* field : {"tools", "functions", "tool_choice", "function_call", "suffix", "logit_bias", "best_of"}) {
@@ -24,7 +17,7 @@ void refuse_unsupported(const json::Value& body) {
                           (std::string_view(field) == "tool_choice" && v->is_string() && v->as_string() == "none");
     if (!harmless) throw bad_request(fmt::format("field '{}' is not supported by ember", field));
   }
-  if (flag(body, "echo")) throw bad_request("field 'echo' is not supported by ember");
+  if (bool_field(body, "echo", false)) throw bad_request("field 'echo' is not supported by ember");
   if (const json::Value* v = body.find("response_format"); v && !v->is_null()) {
     const json::Value* type = v->is_object() ? v->find("type") : nullptr;
     if (!type || !type->is_string() || type->as_string() != "text")
@@ -50,7 +43,7 @@ void check_endpoint(const json::Value& body, Endpoint endpoint) {
 
 }  // namespace
 
-ApiRequest read_api_request(std::string_view text, Endpoint endpoint, const ApiContext& context) {
+json::Value read_json_object(std::string_view text) {
   json::Value body;
   try {
     body = json::parse(text, "request body");
@@ -58,14 +51,26 @@ ApiRequest read_api_request(std::string_view text, Endpoint endpoint, const ApiC
     throw ApiError(400, "invalid_request_error", e.what(), "", "invalid_json");
   }
   if (!body.is_object()) throw bad_request("the request body must be a JSON object");
+  return body;
+}
+
+bool bool_field(const json::Value& body, const char* field, bool fallback) {
+  const json::Value* v = body.find(field);
+  if (!v || v->is_null()) return fallback;
+  if (!v->is_bool()) throw bad_request(fmt::format("field '{}' must be a boolean", field));
+  return v->as_bool();
+}
+
+ApiRequest read_api_request(std::string_view text, Endpoint endpoint, const ApiContext& context) {
+  const json::Value body = read_json_object(text);
   check_model(body, context.model_name);
   check_endpoint(body, endpoint);
   refuse_unsupported(body);
   ApiRequest r;
-  r.stream = flag(body, "stream");
+  r.stream = bool_field(body, "stream", false);
   if (const json::Value* so = body.find("stream_options"); so && !so->is_null()) {
     if (!so->is_object()) throw bad_request("field 'stream_options' must be an object");
-    r.include_usage = flag(*so, "include_usage");
+    r.include_usage = bool_field(*so, "include_usage", false);
   }
   try {
     r.completion = parse_completion_request(body, context.defaults, *context.chat_template);

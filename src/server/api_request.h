@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "engine/completion_request.h"
+#include "util/json.h"
 
 namespace ember::server {
 
@@ -25,5 +26,10 @@ struct ApiContext {
 };
 
 ApiRequest read_api_request(std::string_view body, Endpoint endpoint, const ApiContext& context);
+
+// The pieces every JSON endpoint shares: the body as an object (400 invalid_json with the
+// byte offset, or 400 when it is not an object), and an optional boolean field.
+json::Value read_json_object(std::string_view body);
+bool bool_field(const json::Value& body, const char* field, bool fallback);
 
 }  // namespace ember::server

@@ -47,24 +47,6 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(error_body(e), "application/json");
 }
 
-json::Value object_body(const httplib::Request& req) {
-  json::Value body;
-  try {
-    body = json::parse(req.body, "request body");
-  } catch (const Error& e) {
-    throw ApiError(400, "invalid_request_error", e.what(), "", "invalid_json");
-  }
-  if (!body.is_object()) throw bad_request("the request body must be a JSON object");
-  return body;
-}
-
-bool bool_field(const json::Value& body, const char* field, bool fallback) {
-  const json::Value* v = body.find(field);
-  if (!v || v->is_null()) return fallback;
-  if (!v->is_bool()) throw bad_request(fmt::format("field '{}' must be a boolean", field));
-  return v->as_bool();
-}
-
 // llama-server's /tokenize: {"content", "add_special", "parse_special"} -> {"tokens"}.
 Json tokenize(const Tokenizer& tok, const json::Value& body) {
   const json::Value* content = body.find("content");
@@ -184,10 +166,10 @@ void HttpServer::routes() {
   s.Post("/v1/completions", completion(Endpoint::Completions));
   s.Post("/v1/chat/completions", completion(Endpoint::ChatCompletions));
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    send_json(res, 200, tokenize(*model_.tokenizer, object_body(req)));
+    send_json(res, 200, tokenize(*model_.tokenizer, read_json_object(req.body)));
   });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    send_json(res, 200, detokenize(*model_.tokenizer, object_body(req)));
+    send_json(res, 200, detokenize(*model_.tokenizer, read_json_object(req.body)));
   });
 }
 

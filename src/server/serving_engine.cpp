@@ -109,7 +109,7 @@ void ServingEngine::apply(Command& c) {
     c.request.draft = opts_.draft;
     const int id = sched_->submit(std::move(c.request));
     id_of_[c.stream.get()] = id;
-    active_.emplace(id, Active{c.stream, StreamingDecoder(tok_), StopStringFilter(std::move(c.stops)), c.arrival, c.arrival});
+    active_.emplace(id, Active{c.stream, GeneratedText(tok_, std::move(c.stops)), c.arrival, c.arrival});
   } catch (const Error& e) {  // checked before it was queued: only a bug lands here
     fmt::print(stderr, "serve: a request was refused after it was queued: {}\n", e.what());
     c.stream->finish("error");
@@ -124,20 +124,19 @@ void ServingEngine::on_token(int id, int32_t token) {
   else metrics_.observe_itl(since);
   a.last = now;
   a.tokens += 1;
-  const bool was_stopped = a.filter.stopped();
-  const std::string text = a.filter.push(a.decoder.push(token));
+  const bool was_stopped = a.text.stopped();
+  const std::string text = a.text.push(token);
   a.stream->deliver(text, a.have_logprobs && !was_stopped ? &a.logprobs : nullptr, !was_stopped);
   a.have_logprobs = false;
-  if (a.filter.stopped() && !was_stopped) sched_->cancel(id);
+  if (a.text.stopped() && !was_stopped) sched_->cancel(id);
 }
 
 void ServingEngine::on_finish(int id, FinishReason reason) {
   auto it = active_.find(id);
   Active& a = it->second;
-  std::string text = a.filter.push(a.decoder.flush());
-  text += a.filter.flush();
+  const std::string text = a.text.finish();
   if (!text.empty()) a.stream->deliver(text, nullptr, false);
-  const char* name = a.filter.stopped() ? "stop" : finish_reason_name(reason);
+  const char* name = a.text.stopped() ? "stop" : finish_reason_name(reason);
   a.stream->finish(name);
   id_of_.erase(a.stream.get());
   active_.erase(it);

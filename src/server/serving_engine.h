@@ -57,8 +57,7 @@ class ServingEngine {
   // A request in the scheduler: its text so far and its timing.
   struct Active {
     std::shared_ptr<ResponseStream> stream;
-    StreamingDecoder decoder;
-    StopStringFilter filter;
+    GeneratedText text;
     Clock::time_point arrival, last;
     int tokens = 0;
     bool have_logprobs = false;
