@@ -1,0 +1,70 @@
+// The CUDA backend's kernels as host code calls them: one call per op, enqueued in order on
+// a stream. One source, two builds of it: cuda/kernels_gpu.cu (nvcc, launches on the
+// device) and cuda/kernels_cpu_exec.cpp (g++, the kernels' own source run on the CPU by
+// cuda/cpu_exec, for tests and --cuda-on-cpu). Every pointer here is device memory (host
+// memory in the CPU execution); views are those of backend/ops.h in the Rows layout.
+// Plain C++: no CUDA header, so the backend's host code compiles without nvcc.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/ops.h"
+
+namespace ember::cuda {
+
+using Stream = void*;  // cudaStream_t; nullptr is the default stream
+
+// One sequence's keys and values in one layer, as attention reads them from the paged pool
+// (kv/block_pool.h): the sequence holds ordinals [first_slot, n_tokens), ordinal o sits in
+// physical row blocks[(o - first_slot) / block_size] * block_size + o % block_size of k and v
+// and holds the key at position o. Ordinals below first_slot were given back (sliding window).
+struct DevKV {
+  DType k_type = DType::F16;
+  DType v_type = DType::F16;
+  const void* k = nullptr;       // pool rows of n_head_kv * head_dim elements
+  const void* v = nullptr;
+  size_t k_row_bytes = 0;
+  size_t v_row_bytes = 0;
+  const int32_t* blocks = nullptr;  // device array, one entry per block from first_slot on
+  int block_size = 32;              // a multiple of 32
+  int64_t first_slot = 0;           // a multiple of block_size
+  int64_t n_tokens = 0;
+};
+
+class Kernels {
+ public:
+  virtual ~Kernels() = default;
+  virtual const char* name() const = 0;  // "gpu" or "cpu_exec"
+
+  // out[t] = table[ids[t]] as f32: any weight type (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+  // Q8_0, Q2_K..Q6_K) or KV type; ids is a device array of n row numbers.
+  virtual void get_rows(const MatView& table, const int32_t* ids, int64_t n, F32Mat out, Stream s) const = 0;
+  // y = x / sqrt(mean(x^2) + eps) * w (w may be null), row by row; y may alias x.
+  virtual void rms_norm(const MatView& x, const float* w, float eps, F32Mat y, Stream s) const = 0;
+  // In place, row t of x rotated for position pos[t] (device array), heads of head_dim.
+  virtual void rope(F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p, Stream s) const = 0;
+  virtual void add(F32Mat a, const MatView& b, Stream s) const = 0;   // a += b; b.rows == 1 broadcasts
+  virtual void scale(F32Mat a, float v, Stream s) const = 0;         // a *= v
+  virtual void softcap(F32Mat a, float cap, Stream s) const = 0;     // a = cap * tanh(a / cap)
+  // out = act(gate) * up, act SiLU or GELU(tanh); out may alias gate or up.
+  virtual void glu(bool gelu, const MatView& gate, const MatView& up, F32Mat out, Stream s) const = 0;
+  // Row r of src (f32) written in `type` (F32, F16, Q8_0, Q4_0, as ops::store_row) to
+  // dst + rows[r] * dst_row_bytes; rows is a device array of src.rows row numbers.
+  virtual void store_rows(const MatView& src, DType type, void* dst, size_t dst_row_bytes, const int32_t* rows,
+                          Stream s) const = 0;
+  // y = x w^T for a weight of any weight type; scratch holds matmul_scratch_bytes(w, x.rows).
+  virtual size_t matmul_scratch_bytes(const MatView& w, int64_t n_tokens) const = 0;
+  virtual void matmul(const MatView& w, const MatView& x, F32Mat y, void* scratch, Stream s) const = 0;
+  // ops::attention over one sequence's paged cache (q_pos a device array of q.rows
+  // positions); scratch holds attention_scratch_bytes(p, q.rows, kv.n_tokens).
+  virtual size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t n_kv) const = 0;
+  virtual void attention(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
+                         F32Mat out, void* scratch, Stream s) const = 0;
+};
+
+// The kernels run on the CPU by cuda/cpu_exec (every build).
+const Kernels& cpu_exec_kernels();
+// The kernels on the current CUDA device (builds with nvcc only).
+const Kernels& gpu_kernels();
+
+}  // namespace ember::cuda
