@@ -1,0 +1,431 @@
+// Attention over one sequence's paged, typed KV cache (DevKV), with ops::attention's
+// semantics. One tiled flash-attention kernel serves decode and prefill. A block takes a
+// tile of R "rows", (query, head) pairs of one KV head, so the query heads of a GQA group
+// share every K/V tile they read; its Q tile sits in shared memory as f32 and the keys of
+// one chunk stream through one shared K/V tile, 32 keys at a time (dequantised once per
+// block), with an online softmax per row. Never a score matrix, only 32 scores per row.
+//   prefill (many rows): many row tiles, usually one chunk: the block writes the output.
+//   decode (few rows): flash decoding: the keys are split into chunks across blocks, each
+//   leaves its partial (max, sum, unnormalised acc) in scratch and a combine kernel merges.
+// The chunking depends on the call's shape (rows, keys), so unlike the CPU op a row's bits
+// may change with the number of rows in the call (the values agree to float rounding).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/kernels/device.cuh"
+#include "cuda/kernel_api.h"
+#include "util/error.h"
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr int kAttnKeys = 32;        // keys per tile: one per lane when scoring
+constexpr int kAttnPad = 4;          // floats after each tile row: float4 reads free of bank conflicts
+constexpr int kAttnMaxWarps = 4;
+constexpr int kAttnMaxRowsPerWarp = 8;
+constexpr int kAttnTargetBlocks = 256;  // split keys into chunks until the grid has about this many
+constexpr int kAttnMinChunkTiles = 2;   // a chunk is at least this many key tiles
+constexpr unsigned kAttnFullMask = 0xffffffffu;
+
+// What one launch reads and writes; rows are (query t, head h) pairs, t-major.
+struct AttnArgs {
+  const float* q;         // q.rows rows, q_stride floats apart
+  int64_t q_stride;
+  const int32_t* q_pos;
+  int64_t n_q;
+  DevKV kv;
+  int n_head;
+  int n_head_kv;
+  float scale;
+  int window;
+  float softcap;
+  float* out;             // used when n_chunks == 1
+  int64_t out_stride;
+  float* partial;         // used when n_chunks > 1: attn_partial_floats(D) per (chunk, t, h)
+  int n_chunks;
+  int chunk_tiles;        // key tiles per chunk
+};
+
+// Element i of a K/V row: the one place that reads the cache types.
+// TODO(dequant.cuh): q8_0/q4_0 through load_element once it is committed.
+__device__ __forceinline__ float attn_kv_element(DType type, const uint8_t* row, int64_t i) {
+  switch (type) {
+    case DType::F32:
+      return reinterpret_cast<const float*>(row)[i];
+    case DType::F16:
+      return __half2float(__ushort_as_half(reinterpret_cast<const unsigned short*>(row)[i]));
+    case DType::Q8_0: {
+      const block_q8_0& b = reinterpret_cast<const block_q8_0*>(row)[i / QK8_0];
+      return static_cast<float>(b.qs[i % QK8_0]) * __half2float(__ushort_as_half(b.d));
+    }
+    case DType::Q4_0: {
+      const block_q4_0& b = reinterpret_cast<const block_q4_0*>(row)[i / QK4_0];
+      const int j = static_cast<int>(i % QK4_0);
+      const int nibble = j < QK4_0 / 2 ? (b.qs[j] & 0x0F) : (b.qs[j - QK4_0 / 2] >> 4);
+      return static_cast<float>(nibble - 8) * __half2float(__ushort_as_half(b.d));
+    }
+    default:
+      return 0.0f;  // refused by the launcher
+  }
+}
+
+__device__ __forceinline__ float attn_warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kAttnFullMask, v, o));
+  return v;
+}
+__device__ __forceinline__ float attn_warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kAttnFullMask, v, o);
+  return v;
+}
+
+constexpr int attn_partial_floats(int d) { return d + 2; }  // max, sum, then d of acc
+
+// Keys (or values) at ordinals [ts, ts + 32) of KV head g into the shared tile as f32, rows
+// D + kAttnPad apart; ordinals at or past `end` (another chunk's, or none) become zeros.
+template <int D>
+__device__ void attn_load_tile(float* tile, const DevKV& kv, const void* data, DType type, size_t row_bytes,
+                               int64_t ts, int64_t end, int g) {
+  for (int e = threadIdx.x; e < kAttnKeys * D; e += blockDim.x) {
+    const int j = e / D;
+    const int i = e % D;
+    const int64_t o = ts + j;
+    float x = 0.0f;
+    if (o < end) {
+      const int64_t block = kv.blocks[(o - kv.first_slot) / kv.block_size];
+      const int64_t row = block * kv.block_size + o % kv.block_size;
+      x = attn_kv_element(type, static_cast<const uint8_t*>(data) + row * row_bytes, static_cast<int64_t>(g) * D + i);
+    }
+    tile[j * (D + kAttnPad) + i] = x;
+  }
+}
+
+// Lane j's key against the warp's RPW query rows: s[r] = q_r . k_j (unscaled).
+template <int D, int RPW>
+__device__ __forceinline__ void attn_scores(const float* q_rows, const float* key, float (&s)[RPW]) {
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) s[r] = 0.0f;
+#pragma unroll 4
+  for (int i = 0; i < D; i += 4) {
+    const float4 k = *reinterpret_cast<const float4*>(key + i);
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+      const float4 q = *reinterpret_cast<const float4*>(q_rows + r * D + i);
+      s[r] = fmaf(q.x, k.x, fmaf(q.y, k.y, fmaf(q.z, k.z, fmaf(q.w, k.w, s[r]))));
+    }
+  }
+}
+
+// The running softmax state of the warp's rows; lane owns columns lane + 32 c.
+template <int D, int RPW>
+struct AttnState {
+  float m[RPW];
+  float l[RPW];
+  float acc[RPW][D / 32];
+};
+
+// Takes one tile's scores (s: lane j's key, -inf when masked) and the value tile into the
+// state: m' = max(m, max s), acc = acc e^(m - m') + sum_j e^(s_j - m') v_j, l likewise.
+template <int D, int RPW>
+__device__ __forceinline__ void attn_update(AttnState<D, RPW>& st, const float (&s)[RPW], const float* values) {
+  const int lane = threadIdx.x % 32;
+  float p[RPW];
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) {
+    const float m_new = fmaxf(st.m[r], attn_warp_max(s[r]));
+    const float corr = m_new == -INFINITY ? 1.0f : expf(st.m[r] - m_new);
+    p[r] = s[r] == -INFINITY ? 0.0f : expf(s[r] - m_new);
+    st.l[r] = st.l[r] * corr + attn_warp_sum(p[r]);
+    st.m[r] = m_new;
+#pragma unroll
+    for (int c = 0; c < D / 32; ++c) st.acc[r][c] *= corr;
+  }
+#pragma unroll 4
+  for (int j = 0; j < kAttnKeys; ++j) {
+    float v[D / 32];
+#pragma unroll
+    for (int c = 0; c < D / 32; ++c) v[c] = values[j * (D + kAttnPad) + lane + 32 * c];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+      const float pj = __shfl_sync(kAttnFullMask, p[r], j);
+#pragma unroll
+      for (int c = 0; c < D / 32; ++c) st.acc[r][c] = fmaf(pj, v[c], st.acc[r][c]);
+    }
+  }
+}
+
+// Grid (row tiles, n_head_kv, n_chunks), blockDim.x = 32 * warps, each warp RPW rows.
+// Dynamic shared memory: attn_shared_bytes(D, rows per block).
+template <int D, int RPW>
+__global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs a) {
+  EMBER_DYNAMIC_SHARED(float, smem);
+  __shared__ int64_t row_pos[kAttnMaxWarps * RPW];
+  const int rows = static_cast<int>(blockDim.x / 32) * RPW;
+  float* q_tile = smem;              // rows x D
+  float* kv_tile = smem + rows * D;  // kAttnKeys x (D + kAttnPad): keys, then values
+  const int group = a.n_head / a.n_head_kv;
+  const int g = blockIdx.y;
+  const int64_t n_rows = a.n_q * group;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows;
+
+  for (int e = threadIdx.x; e < rows * D; e += blockDim.x) {
+    const int64_t rg = row0 + e / D;
+    q_tile[e] = rg < n_rows ? a.q[rg / group * a.q_stride + (g * group + rg % group) * D + e % D] : 0.0f;
+  }
+  for (int r = threadIdx.x; r < rows; r += blockDim.x)
+    row_pos[r] = row0 + r < n_rows ? a.q_pos[(row0 + r) / group] : -1;  // -1 sees no key
+  __syncthreads();
+
+  // The keys any row of the block can see (every thread computes the same bounds).
+  int64_t hi = -1, lo = INT64_MAX;
+  for (int r = 0; r < rows; ++r) {
+    if (row_pos[r] < 0) continue;
+    hi = row_pos[r] > hi ? row_pos[r] : hi;
+    const int64_t first = a.window > 0 ? row_pos[r] - a.window + 1 : 0;
+    lo = first < lo ? first : lo;
+  }
+  const int64_t begin = a.kv.first_slot + static_cast<int64_t>(blockIdx.z) * a.chunk_tiles * kAttnKeys;
+  const int64_t chunk_end = begin + static_cast<int64_t>(a.chunk_tiles) * kAttnKeys;
+  const int64_t end = chunk_end < a.kv.n_tokens ? chunk_end : a.kv.n_tokens;
+
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const float* my_q = q_tile + warp * RPW * D;
+  int64_t qp[RPW];
+  AttnState<D, RPW> st;
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) {
+    qp[r] = row_pos[warp * RPW + r];
+    st.m[r] = -INFINITY;
+    st.l[r] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < D / 32; ++c) st.acc[r][c] = 0.0f;
+  }
+
+  for (int64_t ts = begin; ts < end && ts <= hi; ts += kAttnKeys) {
+    if (ts + kAttnKeys <= lo) continue;  // a tile no row sees leaves every state as it is
+    attn_load_tile<D>(kv_tile, a.kv, a.kv.k, a.kv.k_type, a.kv.k_row_bytes, ts, end, g);
+    __syncthreads();
+    float s[RPW];
+    attn_scores<D, RPW>(my_q, kv_tile + lane * (D + kAttnPad), s);
+    const int64_t kp = ts + lane;
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+      const bool visible = kp < end && kp <= qp[r] && (a.window <= 0 || qp[r] - kp < a.window);
+      float x = s[r] * a.scale;
+      if (a.softcap > 0.0f) x = a.softcap * tanhf(x / a.softcap);
+      s[r] = visible ? x : -INFINITY;
+    }
+    __syncthreads();
+    attn_load_tile<D>(kv_tile, a.kv, a.kv.v, a.kv.v_type, a.kv.v_row_bytes, ts, end, g);
+    __syncthreads();
+    attn_update<D, RPW>(st, s, kv_tile);
+    __syncthreads();
+  }
+
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) {
+    const int64_t rg = row0 + warp * RPW + r;
+    if (rg >= n_rows) continue;
+    const int64_t t = rg / group;
+    const int h = g * group + static_cast<int>(rg % group);
+    if (a.n_chunks == 1) {
+      float* dst = a.out + t * a.out_stride + static_cast<int64_t>(h) * D;
+      const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
+#pragma unroll
+      for (int c = 0; c < D / 32; ++c) dst[lane + 32 * c] = st.acc[r][c] * inv;
+    } else {
+      const int64_t idx = (blockIdx.z * a.n_q + t) * a.n_head + h;
+      float* dst = a.partial + idx * attn_partial_floats(D);
+      if (lane == 0) {
+        dst[0] = st.m[r];
+        dst[1] = st.l[r];
+      }
+#pragma unroll
+      for (int c = 0; c < D / 32; ++c) dst[2 + lane + 32 * c] = st.acc[r][c];
+    }
+  }
+}
+
+// One block of head_dim threads per (t, h), blockIdx.x = t * n_head + h: merges the chunks'
+// partials, each scaled by e^(m_c - M) with M the largest max; a row no chunk saw is zeros.
+__global__ void attention_combine_kernel(const float* partial, int n_chunks, int64_t n_q, int n_head, int d,
+                                         float* out, int64_t out_stride) {
+  const int64_t idx = blockIdx.x;
+  const int64_t chunk_stride = n_q * n_head * attn_partial_floats(d);
+  const float* p = partial + idx * attn_partial_floats(d);
+  float m = -INFINITY;
+  for (int c = 0; c < n_chunks; ++c) m = fmaxf(m, p[c * chunk_stride]);
+  float l = 0.0f, acc = 0.0f;
+  if (m != -INFINITY) {
+    for (int c = 0; c < n_chunks; ++c) {
+      const float* pc = p + c * chunk_stride;
+      const float w = expf(pc[0] - m);
+      l = fmaf(pc[1], w, l);
+      acc = fmaf(pc[2 + threadIdx.x], w, acc);
+    }
+  }
+  out[idx / n_head * out_stride + idx % n_head * d + threadIdx.x] = l > 0.0f ? acc / l : 0.0f;
+}
+
+// ---- host side ----
+
+// The launch geometry, a function of the shapes only (scratch sizing and launch agree).
+struct AttnPlan {
+  int warps = 1;
+  int rows_per_warp = 1;
+  int64_t row_tiles = 1;
+  int n_chunks = 1;
+  int chunk_tiles = 1;
+};
+
+inline int attn_max_rows_per_warp(int head_dim) { return head_dim > 128 ? 2 : kAttnMaxRowsPerWarp; }
+
+inline int64_t attn_tiles(int64_t n_keys) { return n_keys > 0 ? (n_keys + kAttnKeys - 1) / kAttnKeys : 0; }
+
+// How many chunks the keys would be split into at most (before rounding to whole tiles).
+inline int64_t attn_wanted_chunks(const AttnPlan& plan, int n_head_kv) {
+  const int64_t blocks = plan.row_tiles * n_head_kv;
+  return blocks >= kAttnTargetBlocks ? 1 : (kAttnTargetBlocks + blocks - 1) / blocks;
+}
+
+inline AttnPlan attention_plan(const AttentionParams& p, int64_t n_q, int64_t n_keys) {
+  AttnPlan plan;
+  const int64_t rows = n_q * (p.n_head / p.n_head_kv);
+  const int max_rpw = attn_max_rows_per_warp(p.head_dim);
+  if (rows >= static_cast<int64_t>(kAttnMaxWarps) * max_rpw) {
+    plan.warps = kAttnMaxWarps;
+    plan.rows_per_warp = max_rpw;
+  } else {  // few rows: as many warps as rows (up to 4), then the fewest rows per warp
+    plan.warps = static_cast<int>(rows < kAttnMaxWarps ? (rows > 0 ? rows : 1) : kAttnMaxWarps);
+    while (static_cast<int64_t>(plan.warps) * plan.rows_per_warp < rows) plan.rows_per_warp *= 2;
+  }
+  const int64_t tile_rows = static_cast<int64_t>(plan.warps) * plan.rows_per_warp;
+  plan.row_tiles = rows > 0 ? (rows + tile_rows - 1) / tile_rows : 1;
+  const int64_t tiles = attn_tiles(n_keys);
+  const int64_t wanted = attn_wanted_chunks(plan, p.n_head_kv);
+  int64_t chunk_tiles = (tiles + wanted - 1) / wanted;
+  if (chunk_tiles < kAttnMinChunkTiles) chunk_tiles = kAttnMinChunkTiles;
+  plan.chunk_tiles = static_cast<int>(chunk_tiles);
+  plan.n_chunks = tiles > 0 ? static_cast<int>((tiles + chunk_tiles - 1) / chunk_tiles) : 1;
+  return plan;
+}
+
+inline size_t attn_shared_bytes(int head_dim, int rows) {
+  return sizeof(float) * (static_cast<size_t>(rows) * head_dim + static_cast<size_t>(kAttnKeys) * (head_dim + kAttnPad));
+}
+
+// Scratch for the chunk partials: chunks are at most attn_wanted_chunks and at most
+// ceil(tiles / kAttnMinChunkTiles), for any key count up to n_kv; none with one chunk.
+inline size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t n_kv) {
+  if (n_q <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) return 0;
+  const AttnPlan plan = attention_plan(p, n_q, n_kv);
+  const int64_t by_keys = (attn_tiles(n_kv) + kAttnMinChunkTiles - 1) / kAttnMinChunkTiles;
+  const int64_t wanted = attn_wanted_chunks(plan, p.n_head_kv);
+  const int64_t chunks = wanted < by_keys ? wanted : by_keys;
+  if (chunks <= 1) return 0;
+  return sizeof(float) * static_cast<size_t>(chunks * n_q * p.n_head * attn_partial_floats(p.head_dim));
+}
+
+template <int D, int RPW>
+void attn_launch_rows(const AttnPlan& plan, const AttnArgs& a, Stream s) {
+  const dim3 grid(static_cast<unsigned>(plan.row_tiles), static_cast<unsigned>(a.n_head_kv),
+                  static_cast<unsigned>(plan.n_chunks));
+  const size_t shared = attn_shared_bytes(D, plan.warps * RPW);
+  auto* const kernel = attention_kernel<D, RPW>;  // no template comma inside the macro
+  EMBER_LAUNCH(kernel, grid, dim3(32 * plan.warps), shared, s, a);
+}
+
+template <int D>
+void attn_launch_head_dim(const AttnPlan& plan, const AttnArgs& a, Stream s) {
+  switch (plan.rows_per_warp) {
+    case 1: return attn_launch_rows<D, 1>(plan, a, s);
+    case 2: return attn_launch_rows<D, 2>(plan, a, s);
+    default: break;
+  }
+  if constexpr (D <= 128) {  // head_dim 256 keeps the Q tile at 8 rows (48 KiB of shared memory)
+    if (plan.rows_per_warp == 4) return attn_launch_rows<D, 4>(plan, a, s);
+    if (plan.rows_per_warp == 8) return attn_launch_rows<D, 8>(plan, a, s);
+  }
+  fail(ErrorKind::Internal, "attention: no kernel for {} rows per warp at head_dim {}", plan.rows_per_warp, D);
+}
+
+inline void attn_check_kv_type(DType type, size_t row_bytes, int64_t cols, const void* data, bool has_keys,
+                               const char* name) {
+  if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
+    fail(ErrorKind::InvalidArgument, "attention: {} cache type {} is not one of f32, f16, q8_0, q4_0", name,
+         dtype_name(type));
+  if (row_bytes < dtype_row_bytes(type, cols) || row_bytes % (type == DType::F32 ? 4 : 2) != 0)
+    fail(ErrorKind::InvalidArgument, "attention: {} row stride {} bytes (a row of {} {} needs {}, aligned)", name,
+         row_bytes, cols, dtype_name(type), dtype_row_bytes(type, cols));
+  if (has_keys && data == nullptr) fail(ErrorKind::InvalidArgument, "attention: {} cache has no data", name);
+}
+
+inline void attn_check_args(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
+                            const F32Mat& out) {
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
+    fail(ErrorKind::InvalidArgument, "attention: head_dim {} is not 64, 128 or 256", p.head_dim);
+  if (p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
+    fail(ErrorKind::InvalidArgument, "attention: {} query heads cannot share {} KV heads", p.n_head, p.n_head_kv);
+  if (p.window < 0 || p.softcap < 0.0f)
+    fail(ErrorKind::InvalidArgument, "attention: window {} and softcap {} must not be negative", p.window,
+         p.softcap);
+  const int64_t cols = static_cast<int64_t>(p.n_head) * p.head_dim;
+  if (q.type != DType::F32 || q.layout != WeightLayout::Rows || q.cols != cols || q.rows < 0 ||
+      q.row_stride < static_cast<size_t>(cols) * sizeof(float) || q.row_stride % sizeof(float) != 0 ||
+      (q.rows > 0 && (q.data == nullptr || q_pos == nullptr)))
+    fail(ErrorKind::InvalidArgument, "attention: q must be {} f32 rows of {} with positions, not {} {} x {}", q.rows,
+         cols, dtype_name(q.type), q.rows, q.cols);
+  if (out.rows != q.rows || out.cols != cols || out.stride < cols || (q.rows > 0 && out.data == nullptr))
+    fail(ErrorKind::InvalidArgument, "attention: out is {} x {} (stride {}), not {} x {}", out.rows, out.cols,
+         out.stride, q.rows, cols);
+  const int64_t n_keys = kv.n_tokens - kv.first_slot;
+  if (kv.block_size <= 0 || kv.block_size % kAttnKeys != 0 || kv.first_slot < 0 ||
+      kv.first_slot % kv.block_size != 0 || n_keys < 0 || (n_keys > 0 && kv.blocks == nullptr))
+    fail(ErrorKind::InvalidArgument,
+         "attention: paged cache of blocks of {} from slot {} to {} (blocks of whole 32-key tiles, a table)",
+         kv.block_size, kv.first_slot, kv.n_tokens);
+  const int64_t kv_cols = static_cast<int64_t>(p.n_head_kv) * p.head_dim;
+  attn_check_kv_type(kv.k_type, kv.k_row_bytes, kv_cols, kv.k, n_keys > 0, "K");
+  attn_check_kv_type(kv.v_type, kv.v_row_bytes, kv_cols, kv.v, n_keys > 0, "V");
+}
+
+// ops::attention of q (q_pos a device array) over the paged cache kv; scratch holds
+// attention_scratch_bytes(p, q.rows, kv.n_tokens) bytes (may be null when that is 0).
+inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
+                             F32Mat out, void* scratch, Stream s) {
+  attn_check_args(q, q_pos, kv, p, out);
+  if (q.rows == 0) return;
+  const AttnPlan plan = attention_plan(p, q.rows, kv.n_tokens - kv.first_slot);
+  if (plan.n_chunks > 1 && scratch == nullptr)
+    fail(ErrorKind::InvalidArgument, "attention: no scratch for {} chunk partials", plan.n_chunks);
+  AttnArgs a{};
+  a.q = static_cast<const float*>(q.data);
+  a.q_stride = static_cast<int64_t>(q.row_stride / sizeof(float));
+  a.q_pos = q_pos;
+  a.n_q = q.rows;
+  a.kv = kv;
+  a.n_head = p.n_head;
+  a.n_head_kv = p.n_head_kv;
+  a.scale = p.scale;
+  a.window = p.window;
+  a.softcap = p.softcap;
+  a.out = out.data;
+  a.out_stride = out.stride;
+  a.partial = static_cast<float*>(scratch);
+  a.n_chunks = plan.n_chunks;
+  a.chunk_tiles = plan.chunk_tiles;
+  switch (p.head_dim) {
+    case 64: attn_launch_head_dim<64>(plan, a, s); break;
+    case 128: attn_launch_head_dim<128>(plan, a, s); break;
+    default: attn_launch_head_dim<256>(plan, a, s); break;
+  }
+  if (plan.n_chunks > 1)
+    EMBER_LAUNCH(attention_combine_kernel, static_cast<unsigned>(q.rows * p.n_head), dim3(p.head_dim), 0, s,
+                 a.partial, plan.n_chunks, q.rows, p.n_head, p.head_dim, out.data, out.stride);
+}
+
+}  // namespace
+
+}  // namespace ember::cuda

@@ -1,0 +1,213 @@
+// The CUDA attention kernels (cuda/kernels/attention.cuh) run on the CPU through cpu_exec
+// and compared with ops::reference::attention over the same bytes: a paged cache whose
+// block table is shuffled (physical blocks out of order, spare blocks full of NaN bytes so
+// a read outside the sequence shows), GQA 8:2 and 4:4, softcap, a sliding window past
+// given-back blocks (first_slot > 0), queries that see no key, f32/f16/q8_0/q4_0 K and V,
+// head_dim 64/128/256, decode (chunked, combined) and prefill shapes; outputs strided and
+// sentinel-fenced, scratch fenced, and once in shuffled thread order.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/ops_reference.h"
+#include "backend_check.h"
+#include "cuda/cpu_exec/launch.h"
+#include "cuda/kernels/attention.cuh"
+#include "util/error.h"
+
+namespace {
+
+using ember::DType;
+using ember::cpu_exec::Order;
+using ember::cpu_exec::ScopedSchedule;
+namespace check = ember::check;
+
+struct Case {
+  const char* name;
+  int n_head, n_head_kv, head_dim;
+  DType k_type, v_type;
+  int block_size;
+  int64_t first_slot, n_tokens;
+  int window;
+  float softcap;
+  std::vector<int32_t> q_pos;
+};
+
+ember::AttentionParams params_of(const Case& c) {
+  ember::AttentionParams p;
+  p.n_head = c.n_head;
+  p.n_head_kv = c.n_head_kv;
+  p.head_dim = c.head_dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  p.window = c.window;
+  p.softcap = c.softcap;
+  return p;
+}
+
+// One sequence's K and V in a block pool: ordinals [first_slot, n_tokens) in the physical
+// blocks of a shuffled table; every other row (spare blocks, the last block's tail) NaN bytes.
+struct PagedCache {
+  std::vector<int32_t> table;
+  std::vector<int32_t> slot_pos;  // per physical row, -1 when empty (the reference's view)
+  std::vector<uint8_t> k, v;
+  size_t k_row_bytes = 0, v_row_bytes = 0;
+
+  PagedCache(const Case& c, check::Rng& rng) {
+    const int64_t cols = static_cast<int64_t>(c.n_head_kv) * c.head_dim;
+    k_row_bytes = ember::dtype_row_bytes(c.k_type, cols) + 8;  // padded rows
+    v_row_bytes = ember::dtype_row_bytes(c.v_type, cols) + 8;
+    const int64_t n_blocks = (c.n_tokens - c.first_slot + c.block_size - 1) / c.block_size;
+    const int64_t n_phys = n_blocks + 2;
+    std::vector<int32_t> phys(static_cast<size_t>(n_phys));
+    std::iota(phys.begin(), phys.end(), 0);
+    std::shuffle(phys.begin(), phys.end(), rng.engine());
+    table.assign(phys.begin(), phys.begin() + n_blocks);
+    const int64_t n_rows = n_phys * c.block_size;
+    slot_pos.assign(static_cast<size_t>(n_rows), -1);
+    k.assign(static_cast<size_t>(n_rows) * k_row_bytes, 0xff);
+    v.assign(static_cast<size_t>(n_rows) * v_row_bytes, 0xff);
+    for (int64_t o = c.first_slot; o < c.n_tokens; ++o) {
+      const int64_t row = static_cast<int64_t>(table[(o - c.first_slot) / c.block_size]) * c.block_size +
+                          o % c.block_size;
+      slot_pos[row] = static_cast<int32_t>(o);
+      ember::ops::store_row(rng.uniform(cols, -2.0f, 2.0f).data(), cols, c.k_type, k.data() + row * k_row_bytes);
+      ember::ops::store_row(rng.uniform(cols, -2.0f, 2.0f).data(), cols, c.v_type, v.data() + row * v_row_bytes);
+    }
+  }
+
+  ember::KVView view(const Case& c) const {
+    ember::KVView kv;
+    kv.k_type = c.k_type;
+    kv.v_type = c.v_type;
+    kv.k = k.data();
+    kv.v = v.data();
+    kv.k_row_bytes = k_row_bytes;
+    kv.v_row_bytes = v_row_bytes;
+    kv.slot_pos = slot_pos.data();
+    kv.n_slots = static_cast<int64_t>(table.size()) * c.block_size;
+    kv.blocks = table.data();
+    kv.block_size = c.block_size;
+    kv.first_slot = c.first_slot;
+    return kv;
+  }
+
+  ember::cuda::DevKV dev(const Case& c) const {
+    ember::cuda::DevKV kv;
+    kv.k_type = c.k_type;
+    kv.v_type = c.v_type;
+    kv.k = k.data();
+    kv.v = v.data();
+    kv.k_row_bytes = k_row_bytes;
+    kv.v_row_bytes = v_row_bytes;
+    kv.blocks = table.data();
+    kv.block_size = c.block_size;
+    kv.first_slot = c.first_slot;
+    kv.n_tokens = c.n_tokens;
+    return kv;
+  }
+};
+
+std::vector<int32_t> positions(int32_t from, int32_t count) {
+  std::vector<int32_t> pos(static_cast<size_t>(count));
+  std::iota(pos.begin(), pos.end(), from);
+  return pos;
+}
+
+// Every case's queries, fed to the kernel and the reference; returns the chunks it used.
+int run_case(const Case& c, uint64_t seed) {
+  check::Rng rng(seed);
+  const PagedCache cache(c, rng);
+  const ember::AttentionParams p = params_of(c);
+  const int64_t n_q = static_cast<int64_t>(c.q_pos.size());
+  const int64_t cols = static_cast<int64_t>(c.n_head) * c.head_dim;
+  const auto q = rng.uniform(static_cast<size_t>(n_q * cols), -3.0f, 3.0f);
+
+  std::vector<float> want(q.size());
+  ember::ops::reference::attention(check::dense_view(q, n_q, cols), c.q_pos.data(), cache.view(c), p,
+                                   check::dense_mat(want, n_q, cols));
+
+  check::StridedF32 q_in(q, n_q, cols, 3);
+  check::StridedF32 out(n_q, cols, 5);  // unwritten elements keep the pad sentinel
+  check::GuardedBuffer scratch(ember::cuda::attention_scratch_bytes(p, n_q, c.n_tokens));
+  ember::cuda::launch_attention(q_in.view(), c.q_pos.data(), cache.dev(c), p, out.mat(), scratch.data(), nullptr);
+  CHECK(out.guards_intact());
+  CHECK(scratch.guards_intact());
+  check::expect_close(out.dense(), want, 1e-8, c.name);
+  return ember::cuda::attention_plan(p, n_q, c.n_tokens - c.first_slot).n_chunks;
+}
+
+std::vector<Case> cases() {
+  std::vector<int32_t> window_q = positions(260, 40);
+  window_q[5] = 127;   // before every key left in the cache: a zero row
+  window_q[17] = 200;  // its window reaches into the given-back blocks
+  window_q[30] = 20;   // sees nothing, in the middle of the batch
+  std::vector<int32_t> early_q = positions(0, 40);
+  std::reverse(early_q.begin(), early_q.end());
+  return {
+      {"decode 8:2 f16/f16 d128", 8, 2, 128, DType::F16, DType::F16, 32, 0, 300, 0, 0.0f, {299}},
+      {"verify 4:4 f32/f32 d64 softcap", 4, 4, 64, DType::F32, DType::F32, 32, 0, 257, 0, 2.0f, {254, 255, 256}},
+      {"prefill 8:2 q8_0/q4_0 d64 window first_slot", 8, 2, 64, DType::Q8_0, DType::Q4_0, 64, 128, 300, 100, 0.0f,
+       window_q},
+      {"prefill 4:4 q4_0/q8_0 d128 softcap one chunk", 4, 4, 128, DType::Q4_0, DType::Q8_0, 32, 0, 40, 0, 3.0f,
+       early_q},
+      {"verify 8:2 f16/q8_0 d256 window", 8, 2, 256, DType::F16, DType::Q8_0, 32, 32, 200, 64, 0.0f,
+       {150, 199, 40}},
+      {"decode 4:4 f32/f16 d128 first_slot window", 4, 4, 128, DType::F32, DType::F16, 64, 64, 290, 70, 0.0f, {289}},
+      {"decode with no keys left", 8, 2, 64, DType::F16, DType::F16, 32, 64, 64, 16, 0.0f, {70}},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("cpu_exec: the CUDA attention kernels match ops::reference::attention") {
+  bool chunked = false, single = false;
+  uint64_t seed = 1;
+  for (const Case& c : cases()) {
+    const int chunks = run_case(c, seed++);
+    chunked |= chunks > 1;
+    single |= chunks == 1;
+  }
+  CHECK(chunked);  // both the combine and the direct-write paths were exercised
+  CHECK(single);
+}
+
+TEST_CASE("cpu_exec: the CUDA attention kernels in shuffled thread order") {
+  ScopedSchedule schedule({Order::Shuffled, 7});
+  const std::vector<Case> all = cases();
+  run_case(all[0], 100);
+  run_case(all[2], 101);
+}
+
+TEST_CASE("cpu_exec: launch_attention refuses what the kernels cannot do") {
+  check::Rng rng(3);
+  Case c = cases()[0];
+  const PagedCache cache(c, rng);
+  std::vector<float> q(static_cast<size_t>(c.n_head * c.head_dim)), out(q.size());
+  auto attempt = [&](ember::AttentionParams p, ember::cuda::DevKV kv) {
+    std::vector<float> scratch(1 << 16);
+    ember::cuda::launch_attention(check::dense_view(q, 1, c.n_head * c.head_dim), c.q_pos.data(), kv, p,
+                                  check::dense_mat(out, 1, c.n_head * c.head_dim), scratch.data(), nullptr);
+  };
+  const ember::AttentionParams p = params_of(c);
+  ember::AttentionParams bad = p;
+  bad.n_head_kv = 3;
+  CHECK_THROWS_AS(attempt(bad, cache.dev(c)), ember::Error);
+  ember::cuda::DevKV kv = cache.dev(c);
+  kv.k_type = DType::Q6_K;
+  CHECK_THROWS_AS(attempt(p, kv), ember::Error);
+  kv = cache.dev(c);
+  kv.block_size = 48;
+  CHECK_THROWS_AS(attempt(p, kv), ember::Error);
+  kv = cache.dev(c);
+  kv.v_row_bytes = 100;
+  CHECK_THROWS_AS(attempt(p, kv), ember::Error);
+  std::vector<float> scratch(1);
+  CHECK_THROWS_AS(ember::cuda::launch_attention(check::dense_view(q, 1, c.n_head * c.head_dim), c.q_pos.data(),
+                                                cache.dev(c), p, check::dense_mat(out, 1, c.n_head * c.head_dim),
+                                                nullptr, nullptr),
+                  ember::Error);  // decode is chunked here and needs scratch
+}
