@@ -1,4 +1,4 @@
-// RMSNorm launcher: the kernel itself is in cuda/kernels/rms_norm.cuh (shared with the CPU tests).
+// RMSNorm on packed rows: kernels and launch in cuda/kernels/rms_norm.cuh (shared with the CPU tests).
 #include <climits>
 #include <vector>
 
@@ -23,8 +23,8 @@ void check_sizes(int64_t rows, int64_t dim) {
 void launch_rms_norm_f32(const float* x, const float* w, float* y, int64_t rows, int64_t dim, float eps,
                          bool one_plus_w, cudaStream_t stream) {
   check_sizes(rows, dim);
-  rms_norm_f32_kernel<<<static_cast<unsigned>(rows), rms_norm_threads(dim), 0, stream>>>(x, w, y, dim, eps, one_plus_w);
-  EMBER_CUDA_CHECK_LAUNCH();
+  const MatView xv{DType::F32, dim, rows, static_cast<size_t>(dim) * sizeof(float), x};
+  launch_rms_norm(xv, w, eps, one_plus_w, F32Mat{y, dim, rows, dim}, stream);
 }
 
 void rms_norm_f32(const float* x_host, const float* w_host, float* y_host, int64_t rows, int64_t dim, float eps,

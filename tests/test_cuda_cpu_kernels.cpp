@@ -15,7 +15,6 @@
 
 namespace {
 
-using ember::cpu_exec::launch;
 using ember::cpu_exec::Order;
 using ember::cpu_exec::ScopedSchedule;
 namespace check = ember::check;
@@ -35,15 +34,15 @@ std::vector<float> reference_rms_norm(const std::vector<float>& x, const float* 
   return y;
 }
 
-// The kernel as cuda/rms_norm.cu launches it, into a sentinel-fenced output (or in place).
+// The kernel as cuda/rms_norm.cu launches it (launch_rms_norm), into a sentinel-fenced output (or in place).
 std::vector<float> cpu_exec_rms_norm(const std::vector<float>& x, const float* w, Shape s, float eps, bool one_plus_w,
                                      bool in_place) {
   const size_t bytes = x.size() * sizeof(float);
   check::GuardedBuffer out(bytes), in(bytes);
   std::memcpy(in.data(), x.data(), bytes);
   float* y = in_place ? in.as<float>() : out.as<float>();
-  launch(static_cast<unsigned>(s.rows), ember::cuda::rms_norm_threads(s.dim), 0, ember::cuda::rms_norm_f32_kernel,
-         in.as<float>(), w, y, s.dim, eps, one_plus_w);
+  ember::cuda::launch_rms_norm(check::dense_view(in.as<float>(), s.rows, s.dim), w, eps, one_plus_w,
+                               ember::F32Mat{y, s.dim, s.rows, s.dim}, nullptr);
   CHECK(out.guards_intact());
   CHECK(in.guards_intact());
   std::vector<float> got(x.size());
