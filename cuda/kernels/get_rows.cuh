@@ -19,7 +19,7 @@ namespace {
 constexpr int kGetRowsThreads = 256;
 
 // An id outside the table cannot throw on the device: its row comes out NaN, so the
-// mistake shows downstream instead of yesterday's memory.
+// mistake shows downstream (the CPU's get_rows throws instead).
 __global__ void __launch_bounds__(kGetRowsThreads)
     get_rows_kernel(DType type, const uint8_t* __restrict__ table, size_t row_stride, int64_t table_rows,
                     const int32_t* __restrict__ ids, float* __restrict__ out, int64_t out_stride, int64_t cols) {
