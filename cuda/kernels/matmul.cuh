@@ -1,0 +1,245 @@
+// matmul y = x W^T (ops::matmul) for every weight type, and its launchers.
+//
+// Quantised weights: the activations are quantised once per call to q8_1 blocks in the
+// scratch (matmul_q8.cuh), then one warp per weight row walks the row's 32-element
+// sub-blocks (lane l takes sub-blocks l, l + 32, ...: the warp reads the row contiguously,
+// every byte once), unpacks each to int8 and dots it with up to kMaxTokensPerPass tokens'
+// q8 blocks by __dp4a. The tokens' sums stay in registers, so a row is read once per pass of
+// up to 32 tokens: decode (1 token) and small batches cost about one read of the weights.
+// Float weights (F32, F16, BF16) take the same shape on f32 activations, no scratch.
+// A token's result is computed by the same operations in the same order whatever the other
+// tokens in the call, so it does not depend on the batch.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/ops.h"
+#include "cuda/kernel_api.h"
+#include "cuda/kernels/device.cuh"
+#include "cuda/kernels/matmul_q8.cuh"
+#include "util/error.h"
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr int kMatmulWarps = 4;  // rows per thread block, one warp each
+constexpr int kMaxTokensPerPass = 32;
+
+// The warp's sums of acc[t] for NT (a power of two <= 32) tokens, the lanes' values halved
+// per step: at lane bit m, a lane keeps half of its tokens and adds the partner's (lane ^ m)
+// partial sums of them, so NT tokens take NT - 1 + log2(32 / NT) shuffles instead of 5 NT.
+// Each token's sum is the same tree of pairs (l, l ^ m) as a plain butterfly, so it is
+// bitwise the same whatever NT. Returns the sum of token mm_reduced_token<NT>(lane), which
+// lanes with lane % (32 / NT) == 0 write.
+template <int NT>
+__device__ __forceinline__ float mm_warp_sums(float (&acc)[NT], int lane) {
+  int m = kQ8Warp / 2;
+  for (int h = NT / 2; h >= 1; h /= 2, m /= 2) {
+    const bool upper = (lane & m) != 0;
+    for (int i = 0; i < h; ++i) {
+      const float send = upper ? acc[i] : acc[i + h];
+      const float keep = upper ? acc[i + h] : acc[i];
+      acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+    }
+  }
+  float v = acc[0];
+  for (; m >= 1; m /= 2) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+
+// The token whose sum mm_warp_sums leaves in `lane`: bit m of the lane (m = 16, 8, ...)
+// chose the upper half of the tokens left at that step.
+template <int NT>
+__device__ __forceinline__ int mm_reduced_token(int lane) {
+  int t = 0, m = kQ8Warp / 2;
+  for (int h = NT / 2; h >= 1; h /= 2, m /= 2)
+    if (lane & m) t += h;
+  return t;
+}
+
+// Source of the dot products: quantised weights against q8_1 activation blocks.
+template <DType T>
+struct Q8Rows {
+  using Act = block_q8_1;
+  static constexpr int kUnit = kQ8Block;  // elements per step of a lane
+  template <int NT>
+  __device__ static void step(const uint8_t* row, int64_t unit, const Act* x, int64_t x_stride, int n_tok,
+                              float (&acc)[NT]) {
+    Q8Sub w;
+    Q8Unpack<T>::load(row, unit, w);
+    for (int t = 0; t < NT; ++t)
+      if (t < n_tok) acc[t] += q8_dot<T>(w, x[t * x_stride + unit]);
+  }
+};
+
+template <DType T>
+__device__ __forceinline__ float mm_float_element(const uint8_t* row, int64_t i) {
+  if constexpr (T == DType::F32) return reinterpret_cast<const float*>(row)[i];
+  if constexpr (T == DType::F16) return __half2float(reinterpret_cast<const __half*>(row)[i]);
+  if constexpr (T == DType::BF16) return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(row)[i]);
+  return 0.0f;
+}
+
+// Source of the dot products: float weights, one element per lane and step, f32 activations.
+template <DType T>
+struct FloatRows {
+  using Act = float;
+  static constexpr int kUnit = 1;
+  template <int NT>
+  __device__ static void step(const uint8_t* row, int64_t unit, const Act* x, int64_t x_stride, int n_tok,
+                              float (&acc)[NT]) {
+    const float w = mm_float_element<T>(row, unit);
+    for (int t = 0; t < NT; ++t)
+      if (t < n_tok) acc[t] = fmaf(w, x[t * x_stride + unit], acc[t]);
+  }
+};
+
+// One warp per weight row, NT tokens from blockIdx.y * NT. x: the tokens' activations
+// (x_stride Acts apart), units = the row's steps (sub-blocks or elements).
+template <class Src, int NT>
+__global__ void __launch_bounds__(kMatmulWarps * kQ8Warp)
+    matmul_rows_kernel(const uint8_t* __restrict__ w, size_t w_stride, int64_t n_rows, int64_t units,
+                       const typename Src::Act* __restrict__ x, int64_t x_stride, int64_t n_tokens,
+                       float* __restrict__ y, int64_t y_stride) {
+  const int lane = threadIdx.x % kQ8Warp;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kMatmulWarps + threadIdx.x / kQ8Warp;
+  if (row >= n_rows) return;  // the whole warp: no block-wide barrier below
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
+  const int n_tok = static_cast<int>(min(static_cast<int64_t>(NT), n_tokens - t0));
+  const uint8_t* wr = w + row * w_stride;
+  const typename Src::Act* xt = x + t0 * x_stride;
+  float acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+  for (int64_t u = lane; u < units; u += kQ8Warp) Src::template step<NT>(wr, u, xt, x_stride, n_tok, acc);
+  const float sum = mm_warp_sums<NT>(acc, lane);
+  const int t = mm_reduced_token<NT>(lane);
+  if (lane % (kQ8Warp / NT) == 0 && t < n_tok) y[(t0 + t) * y_stride + row] = sum;
+}
+
+template <class Src, int NT>
+void launch_matmul_rows(const MatView& w, const typename Src::Act* x, int64_t x_stride, int64_t n_tokens, F32Mat y,
+                        Stream s) {
+  const dim3 grid(static_cast<unsigned>((w.rows + kMatmulWarps - 1) / kMatmulWarps),
+                  static_cast<unsigned>((n_tokens + NT - 1) / NT));
+  EMBER_LAUNCH((matmul_rows_kernel<Src, NT>), grid, kMatmulWarps * kQ8Warp, 0, s,
+               static_cast<const uint8_t*>(w.data), w.row_stride, w.rows, w.cols / Src::kUnit, x, x_stride,
+               n_tokens, y.data, y.stride);
+}
+
+// Tokens per pass: the smallest power of two that covers n_tokens, at most 32.
+template <class Src>
+void launch_matmul_rows_any(const MatView& w, const typename Src::Act* x, int64_t x_stride, int64_t n_tokens,
+                            F32Mat y, Stream s) {
+  if (n_tokens == 1) return launch_matmul_rows<Src, 1>(w, x, x_stride, n_tokens, y, s);
+  if (n_tokens == 2) return launch_matmul_rows<Src, 2>(w, x, x_stride, n_tokens, y, s);
+  if (n_tokens <= 4) return launch_matmul_rows<Src, 4>(w, x, x_stride, n_tokens, y, s);
+  if (n_tokens <= 8) return launch_matmul_rows<Src, 8>(w, x, x_stride, n_tokens, y, s);
+  if (n_tokens <= 16) return launch_matmul_rows<Src, 16>(w, x, x_stride, n_tokens, y, s);
+  launch_matmul_rows<Src, kMaxTokensPerPass>(w, x, x_stride, n_tokens, y, s);
+}
+
+inline bool matmul_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+inline bool matmul_q8_type(DType t) {
+  switch (t) {
+    case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0:
+    case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+template <DType T>
+void launch_matmul_q8_typed(const MatView& w, const block_q8_1* xq, int64_t n_tokens, F32Mat y, Stream s) {
+  launch_matmul_rows_any<Q8Rows<T>>(w, xq, w.cols / kQ8Block, n_tokens, y, s);
+}
+
+inline void launch_matmul_q8(const MatView& w, const block_q8_1* xq, int64_t n_tokens, F32Mat y, Stream s) {
+  switch (w.type) {
+    case DType::Q4_0: return launch_matmul_q8_typed<DType::Q4_0>(w, xq, n_tokens, y, s);
+    case DType::Q4_1: return launch_matmul_q8_typed<DType::Q4_1>(w, xq, n_tokens, y, s);
+    case DType::Q5_0: return launch_matmul_q8_typed<DType::Q5_0>(w, xq, n_tokens, y, s);
+    case DType::Q5_1: return launch_matmul_q8_typed<DType::Q5_1>(w, xq, n_tokens, y, s);
+    case DType::Q8_0: return launch_matmul_q8_typed<DType::Q8_0>(w, xq, n_tokens, y, s);
+    case DType::Q2_K: return launch_matmul_q8_typed<DType::Q2_K>(w, xq, n_tokens, y, s);
+    case DType::Q3_K: return launch_matmul_q8_typed<DType::Q3_K>(w, xq, n_tokens, y, s);
+    case DType::Q4_K: return launch_matmul_q8_typed<DType::Q4_K>(w, xq, n_tokens, y, s);
+    case DType::Q5_K: return launch_matmul_q8_typed<DType::Q5_K>(w, xq, n_tokens, y, s);
+    case DType::Q6_K: return launch_matmul_q8_typed<DType::Q6_K>(w, xq, n_tokens, y, s);
+    default: fail(ErrorKind::InvalidArgument, "cuda matmul: no q8 path for {}", dtype_name(w.type));
+  }
+}
+
+inline void launch_matmul_float(const MatView& w, const MatView& x, F32Mat y, Stream s) {
+  const float* xp = static_cast<const float*>(x.data);
+  const int64_t xs = static_cast<int64_t>(x.row_stride / sizeof(float));
+  switch (w.type) {
+    case DType::F32: return launch_matmul_rows_any<FloatRows<DType::F32>>(w, xp, xs, x.rows, y, s);
+    case DType::F16: return launch_matmul_rows_any<FloatRows<DType::F16>>(w, xp, xs, x.rows, y, s);
+    case DType::BF16: return launch_matmul_rows_any<FloatRows<DType::BF16>>(w, xp, xs, x.rows, y, s);
+    default: fail(ErrorKind::InvalidArgument, "cuda matmul: {} is not a float type", dtype_name(w.type));
+  }
+}
+
+inline void launch_quantize_q8_1(const MatView& x, block_q8_1* out, Stream s) {
+  constexpr int kThreads = 256;
+  const int64_t n_blocks = x.cols / kQ8Block;
+  const dim3 grid(static_cast<unsigned>((n_blocks * kQ8ThreadsPerBlock + kThreads - 1) / kThreads),
+                  static_cast<unsigned>(x.rows));
+  EMBER_LAUNCH(quantize_q8_1_kernel, grid, kThreads, 0, s, static_cast<const float*>(x.data),
+               static_cast<int64_t>(x.row_stride / sizeof(float)), n_blocks, out);
+}
+
+// The shapes, types, strides and alignments the kernels rely on (no data is read here).
+inline void check_matmul_args(const MatView& w, const MatView& x, const F32Mat& y) {
+  if (!matmul_float_type(w.type) && !matmul_q8_type(w.type))
+    fail(ErrorKind::InvalidArgument, "cuda matmul: weight type {} is not supported", dtype_name(w.type));
+  if (w.layout != WeightLayout::Rows) fail(ErrorKind::InvalidArgument, "cuda matmul: weights must be in the Rows layout");
+  if (x.type != DType::F32) fail(ErrorKind::InvalidArgument, "cuda matmul: activations must be F32, not {}", dtype_name(x.type));
+  if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
+    fail(ErrorKind::InvalidArgument, "cuda matmul: x {}x{} times W^T {}x{} does not give y {}x{}", x.rows, x.cols,
+         w.cols, w.rows, y.rows, y.cols);
+  const int block = dtype_size(w.type).block_size;
+  if (w.cols % block != 0)
+    fail(ErrorKind::InvalidArgument, "cuda matmul: {} columns are not whole {} blocks", w.cols, dtype_name(w.type));
+  const size_t elem_align = w.type == DType::F32 ? 4 : 2;  // quant blocks: 2-byte loads
+  if (w.row_stride < dtype_row_bytes(w.type, w.cols) || w.row_stride % elem_align != 0 ||
+      reinterpret_cast<uintptr_t>(w.data) % elem_align != 0)
+    fail(ErrorKind::InvalidArgument, "cuda matmul: weight rows {} bytes apart are too close or misaligned", w.row_stride);
+  if (x.row_stride < static_cast<size_t>(x.cols) * sizeof(float) || x.row_stride % sizeof(float) != 0 ||
+      reinterpret_cast<uintptr_t>(x.data) % sizeof(float) != 0)
+    fail(ErrorKind::InvalidArgument, "cuda matmul: activation rows {} bytes apart are too close or misaligned",
+         x.row_stride);
+  if (y.rows > 1 && y.stride < y.cols) fail(ErrorKind::InvalidArgument, "cuda matmul: output rows overlap");
+  if (x.rows > 65535 * static_cast<int64_t>(kMaxTokensPerPass))
+    fail(ErrorKind::InvalidArgument, "cuda matmul: {} tokens in one call are too many", x.rows);
+}
+
+// Scratch for the activations quantised to q8_1 (none for float weights).
+inline size_t matmul_scratch_bytes(const MatView& w, int64_t n_tokens) {
+  if (matmul_float_type(w.type)) return 0;
+  return static_cast<size_t>(n_tokens) * static_cast<size_t>(w.cols / kQ8Block) * sizeof(block_q8_1);
+}
+
+inline void launch_matmul(const MatView& w, const MatView& x, F32Mat y, void* scratch, Stream s) {
+  check_matmul_args(w, x, y);
+  if (x.rows == 0 || w.rows == 0) return;
+  if (matmul_float_type(w.type)) return launch_matmul_float(w, x, y, s);
+  if (scratch == nullptr || reinterpret_cast<uintptr_t>(scratch) % 4 != 0)
+    fail(ErrorKind::InvalidArgument, "cuda matmul: {} weights need a 4-byte aligned scratch of {} bytes",
+         dtype_name(w.type), matmul_scratch_bytes(w, x.rows));
+  block_q8_1* xq = static_cast<block_q8_1*>(scratch);
+  launch_quantize_q8_1(x, xq, s);
+  launch_matmul_q8(w, xq, x.rows, y, s);
+}
+
+}  // namespace
+
+}  // namespace ember::cuda
