@@ -157,7 +157,7 @@ std::vector<Case> cases() {
       {"verify 8:2 f16/q8_0 d256 window", 8, 2, 256, DType::F16, DType::Q8_0, 32, 32, 200, 64, 0.0f,
        {150, 199, 40}},
       {"decode 4:4 f32/f16 d128 first_slot window", 4, 4, 128, DType::F32, DType::F16, 64, 64, 290, 70, 0.0f, {289}},
-      {"decode with no keys left", 8, 2, 64, DType::F16, DType::F16, 32, 64, 64, 16, 0.0f, {70}},
+      {"verify with no keys left", 8, 2, 64, DType::F16, DType::F16, 32, 64, 64, 16, 0.0f, {70, 64, 90}},
   };
 }
 

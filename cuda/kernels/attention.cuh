@@ -15,6 +15,7 @@
 
 #include "cuda/kernels/device.cuh"
 #include "cuda/kernel_api.h"
+#include "cuda/kernels/dequant.cuh"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -24,7 +25,10 @@ namespace {
 constexpr int kAttnKeys = 32;        // keys per tile: one per lane when scoring
 constexpr int kAttnPad = 4;          // floats after each tile row: float4 reads free of bank conflicts
 constexpr int kAttnMaxWarps = 4;
-constexpr int kAttnMaxRowsPerWarp = 8;
+// The Q tile: rows x head_dim floats, 8 KiB (32 rows of 64 ... 8 of 256). It keeps shared
+// memory under the 48 KiB a launch gets without opting in, and the accumulators of a
+// warp's rows (rows_per_warp * head_dim / 32 per lane) clear of ptxas's register limits.
+constexpr int kAttnQTileFloats = 2048;
 constexpr int kAttnTargetBlocks = 256;  // split keys into chunks until the grid has about this many
 constexpr int kAttnMinChunkTiles = 2;   // a chunk is at least this many key tiles
 constexpr unsigned kAttnFullMask = 0xffffffffu;
@@ -48,29 +52,6 @@ struct AttnArgs {
   int chunk_tiles;        // key tiles per chunk
 };
 
-// Element i of a K/V row: the one place that reads the cache types.
-// TODO(dequant.cuh): q8_0/q4_0 through load_element once it is committed.
-__device__ __forceinline__ float attn_kv_element(DType type, const uint8_t* row, int64_t i) {
-  switch (type) {
-    case DType::F32:
-      return reinterpret_cast<const float*>(row)[i];
-    case DType::F16:
-      return __half2float(__ushort_as_half(reinterpret_cast<const unsigned short*>(row)[i]));
-    case DType::Q8_0: {
-      const block_q8_0& b = reinterpret_cast<const block_q8_0*>(row)[i / QK8_0];
-      return static_cast<float>(b.qs[i % QK8_0]) * __half2float(__ushort_as_half(b.d));
-    }
-    case DType::Q4_0: {
-      const block_q4_0& b = reinterpret_cast<const block_q4_0*>(row)[i / QK4_0];
-      const int j = static_cast<int>(i % QK4_0);
-      const int nibble = j < QK4_0 / 2 ? (b.qs[j] & 0x0F) : (b.qs[j - QK4_0 / 2] >> 4);
-      return static_cast<float>(nibble - 8) * __half2float(__ushort_as_half(b.d));
-    }
-    default:
-      return 0.0f;  // refused by the launcher
-  }
-}
-
 __device__ __forceinline__ float attn_warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kAttnFullMask, v, o));
   return v;
@@ -84,9 +65,10 @@ constexpr int attn_partial_floats(int d) { return d + 2; }  // max, sum, then d 
 
 // Keys (or values) at ordinals [ts, ts + 32) of KV head g into the shared tile as f32, rows
 // D + kAttnPad apart; ordinals at or past `end` (another chunk's, or none) become zeros.
-template <int D>
-__device__ void attn_load_tile(float* tile, const DevKV& kv, const void* data, DType type, size_t row_bytes,
-                               int64_t ts, int64_t end, int g) {
+// T is a constant here, so load_element's switch over types folds away inside the loop.
+template <int D, DType T>
+__device__ __forceinline__ void attn_load_tile_as(float* tile, const DevKV& kv, const uint8_t* data,
+                                                  size_t row_bytes, int64_t ts, int64_t end, int g) {
   for (int e = threadIdx.x; e < kAttnKeys * D; e += blockDim.x) {
     const int j = e / D;
     const int i = e % D;
@@ -95,9 +77,22 @@ __device__ void attn_load_tile(float* tile, const DevKV& kv, const void* data, D
     if (o < end) {
       const int64_t block = kv.blocks[(o - kv.first_slot) / kv.block_size];
       const int64_t row = block * kv.block_size + o % kv.block_size;
-      x = attn_kv_element(type, static_cast<const uint8_t*>(data) + row * row_bytes, static_cast<int64_t>(g) * D + i);
+      x = load_element(T, data + row * row_bytes, static_cast<int64_t>(g) * D + i);
     }
     tile[j * (D + kAttnPad) + i] = x;
+  }
+}
+
+// The cache types attention reads (the launcher refuses the others).
+template <int D>
+__device__ void attn_load_tile(float* tile, const DevKV& kv, const void* data, DType type, size_t row_bytes,
+                               int64_t ts, int64_t end, int g) {
+  const uint8_t* bytes = static_cast<const uint8_t*>(data);
+  switch (type) {
+    case DType::F32: return attn_load_tile_as<D, DType::F32>(tile, kv, bytes, row_bytes, ts, end, g);
+    case DType::F16: return attn_load_tile_as<D, DType::F16>(tile, kv, bytes, row_bytes, ts, end, g);
+    case DType::Q8_0: return attn_load_tile_as<D, DType::Q8_0>(tile, kv, bytes, row_bytes, ts, end, g);
+    default: return attn_load_tile_as<D, DType::Q4_0>(tile, kv, bytes, row_bytes, ts, end, g);
   }
 }
 
@@ -160,7 +155,7 @@ __device__ __forceinline__ void attn_update(AttnState<D, RPW>& st, const float (
 template <int D, int RPW>
 __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs a) {
   EMBER_DYNAMIC_SHARED(float, smem);
-  __shared__ int64_t row_pos[kAttnMaxWarps * RPW];
+  __shared__ int row_pos[kAttnMaxWarps * RPW];  // positions are int32, as q_pos
   const int rows = static_cast<int>(blockDim.x / 32) * RPW;
   float* q_tile = smem;              // rows x D
   float* kv_tile = smem + rows * D;  // kAttnKeys x (D + kAttnPad): keys, then values
@@ -192,7 +187,7 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const float* my_q = q_tile + warp * RPW * D;
-  int64_t qp[RPW];
+  int qp[RPW];
   AttnState<D, RPW> st;
 #pragma unroll
   for (int r = 0; r < RPW; ++r) {
@@ -209,7 +204,7 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
     __syncthreads();
     float s[RPW];
     attn_scores<D, RPW>(my_q, kv_tile + lane * (D + kAttnPad), s);
-    const int64_t kp = ts + lane;
+    const int kp = static_cast<int>(ts) + lane;  // ordinal = position, an int32
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
       const bool visible = kp < end && kp <= qp[r] && (a.window <= 0 || qp[r] - kp < a.window);
@@ -280,7 +275,7 @@ struct AttnPlan {
   int chunk_tiles = 1;
 };
 
-inline int attn_max_rows_per_warp(int head_dim) { return head_dim > 128 ? 2 : kAttnMaxRowsPerWarp; }
+constexpr int attn_max_rows_per_warp(int head_dim) { return kAttnQTileFloats / (kAttnMaxWarps * head_dim); }
 
 inline int64_t attn_tiles(int64_t n_keys) { return n_keys > 0 ? (n_keys + kAttnKeys - 1) / kAttnKeys : 0; }
 
@@ -339,13 +334,13 @@ void attn_launch_rows(const AttnPlan& plan, const AttnArgs& a, Stream s) {
 
 template <int D>
 void attn_launch_head_dim(const AttnPlan& plan, const AttnArgs& a, Stream s) {
-  switch (plan.rows_per_warp) {
-    case 1: return attn_launch_rows<D, 1>(plan, a, s);
-    case 2: return attn_launch_rows<D, 2>(plan, a, s);
-    default: break;
-  }
-  if constexpr (D <= 128) {  // head_dim 256 keeps the Q tile at 8 rows (48 KiB of shared memory)
+  constexpr int kMax = attn_max_rows_per_warp(D);  // no kernel beyond (it would never launch)
+  if (plan.rows_per_warp == 1) return attn_launch_rows<D, 1>(plan, a, s);
+  if (plan.rows_per_warp == 2) return attn_launch_rows<D, 2>(plan, a, s);
+  if constexpr (kMax >= 4) {
     if (plan.rows_per_warp == 4) return attn_launch_rows<D, 4>(plan, a, s);
+  }
+  if constexpr (kMax >= 8) {
     if (plan.rows_per_warp == 8) return attn_launch_rows<D, 8>(plan, a, s);
   }
   fail(ErrorKind::Internal, "attention: no kernel for {} rows per warp at head_dim {}", plan.rows_per_warp, D);
