@@ -65,20 +65,20 @@ constexpr int attn_partial_floats(int d) { return d + 2; }  // max, sum, then d 
 
 // Keys (or values) at ordinals [ts, ts + 32) of KV head g into the shared tile as f32, rows
 // D + kAttnPad apart; ordinals at or past `end` (another chunk's, or none) become zeros.
-// T is a constant here, so load_element's switch over types folds away inside the loop.
+// A tile's 32 ordinals are consecutive rows of one block (ts - first_slot is a multiple of
+// 32, block_size too), so the table is read once per tile. T is a constant here, so
+// load_element's switch over types folds away inside the loop.
 template <int D, DType T>
 __device__ __forceinline__ void attn_load_tile_as(float* tile, const DevKV& kv, const uint8_t* data,
                                                   size_t row_bytes, int64_t ts, int64_t end, int g) {
+  const int64_t first_row =
+      static_cast<int64_t>(kv.blocks[(ts - kv.first_slot) / kv.block_size]) * kv.block_size + ts % kv.block_size;
+  const uint8_t* base = data + first_row * row_bytes;
+  const int n_keys = static_cast<int>(end - ts < kAttnKeys ? end - ts : kAttnKeys);
   for (int e = threadIdx.x; e < kAttnKeys * D; e += blockDim.x) {
     const int j = e / D;
     const int i = e % D;
-    const int64_t o = ts + j;
-    float x = 0.0f;
-    if (o < end) {
-      const int64_t block = kv.blocks[(o - kv.first_slot) / kv.block_size];
-      const int64_t row = block * kv.block_size + o % kv.block_size;
-      x = load_element(T, data + row * row_bytes, static_cast<int64_t>(g) * D + i);
-    }
+    const float x = j < n_keys ? load_element(T, base + j * row_bytes, static_cast<int64_t>(g) * D + i) : 0.0f;
     tile[j * (D + kAttnPad) + i] = x;
   }
 }
