@@ -196,6 +196,11 @@ TEST_CASE("cpu_exec: launch_attention refuses what the kernels cannot do") {
   ember::AttentionParams bad = p;
   bad.n_head_kv = 3;
   CHECK_THROWS_AS(attempt(bad, cache.dev(c)), ember::Error);
+  bad = p;
+  bad.head_dim = 32;  // no kernel for it; the shapes still agree (32 heads of 32 = 8 of 128)
+  bad.n_head = 32;
+  bad.n_head_kv = 8;
+  CHECK_THROWS_AS(attempt(bad, cache.dev(c)), ember::Error);
   ember::cuda::DevKV kv = cache.dev(c);
   kv.k_type = DType::Q6_K;
   CHECK_THROWS_AS(attempt(p, kv), ember::Error);
