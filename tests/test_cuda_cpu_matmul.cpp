@@ -129,7 +129,8 @@ TEST_CASE("cpu_exec: the CUDA matmul in shuffled thread order") {
   ScopedSchedule schedule({Order::Shuffled, 11});
   check::Rng rng(3);
   check_type(DType::Q6_K, 37, 512, rng);
-  check_type(DType::F16, 37, 96, rng);  // cols not a multiple of the warp
+  check_type(DType::F16, 37, 96, rng);   // cols not a multiple of the warp
+  check_type(DType::Q5_1, 37, 224, rng);  // 7 sub-blocks: a partial k-tile in the tensor-core path
 }
 
 TEST_CASE("cpu_exec: a token's matmul result does not depend on the batch around it") {
@@ -146,7 +147,8 @@ TEST_CASE("cpu_exec: a token's matmul result does not depend on the batch around
         const std::string what = fmt::format("{} token {} of {}", ember::dtype_name(type), t, n);
         check::expect_close(alone, in_batch, 1e-6, what);
         INFO(what);
-        CHECK(std::memcmp(alone.data(), in_batch.data(), alone.size() * sizeof(float)) == 0);  // bitwise today
+        if (n < 64 || is_float(type))  // the row kernel's sums are bitwise batch-independent
+          CHECK(std::memcmp(alone.data(), in_batch.data(), alone.size() * sizeof(float)) == 0);
       }
     }
   }

@@ -6,9 +6,12 @@
 // every byte once), unpacks each to int8 and dots it with up to kMaxTokensPerPass tokens'
 // q8 blocks by __dp4a. The tokens' sums stay in registers, so a row is read once per pass of
 // up to 32 tokens: decode (1 token) and small batches cost about one read of the weights.
-// Float weights (F32, F16, BF16) take the same shape on f32 activations, no scratch.
-// A token's result is computed by the same operations in the same order whatever the other
-// tokens in the call, so it does not depend on the batch.
+// From 64 tokens on, quantised weights go through tensor-core tiles instead
+// (matmul_mma.cuh). Float weights (F32, F16, BF16) take the row kernel on f32 activations,
+// no scratch, at any token count.
+// Below 64 tokens a token's result is computed by the same operations in the same order
+// whatever the other tokens, so it is bitwise independent of the batch; the tiles use the
+// same exact integer sums and scales, summed in another order.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include "backend/ops.h"
 #include "cuda/kernel_api.h"
 #include "cuda/kernels/device.cuh"
+#include "cuda/kernels/matmul_mma.cuh"
 #include "cuda/kernels/matmul_q8.cuh"
 #include "util/error.h"
 
@@ -156,8 +160,20 @@ inline bool matmul_q8_type(DType t) {
   }
 }
 
+// From this many tokens on, quantised weights go through the tensor-core tiles.
+constexpr int64_t kMmaMinTokens = 64;
+
+template <DType T>
+void launch_matmul_mma(const MatView& w, const block_q8_1* xq, int64_t n_tokens, F32Mat y, Stream s) {
+  const dim3 grid(static_cast<unsigned>((w.rows + kMmaRows - 1) / kMmaRows),
+                  static_cast<unsigned>((n_tokens + kMmaTokens - 1) / kMmaTokens));
+  EMBER_LAUNCH(matmul_q8_mma_kernel<T>, grid, kMmaThreads, 0, s, static_cast<const uint8_t*>(w.data), w.row_stride,
+               w.rows, w.cols / kQ8Block, xq, n_tokens, y.data, y.stride);
+}
+
 template <DType T>
 void launch_matmul_q8_typed(const MatView& w, const block_q8_1* xq, int64_t n_tokens, F32Mat y, Stream s) {
+  if (n_tokens >= kMmaMinTokens) return launch_matmul_mma<T>(w, xq, n_tokens, y, s);
   launch_matmul_rows_any<Q8Rows<T>>(w, xq, w.cols / kQ8Block, n_tokens, y, s);
 }
 
