@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "backend/cuda_api.h"
 
 namespace ember::cuda {
@@ -22,6 +24,13 @@ std::string device_name(int device) {
   cudaDeviceProp prop{};
   if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return {};
   return prop.name;
+}
+
+std::string device_description(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return {};
+  return fmt::format("{}, {:.1f} GiB, compute capability {}.{}", prop.name, prop.totalGlobalMem / 1073741824.0,
+                     prop.major, prop.minor);
 }
 
 }  // namespace ember::cuda

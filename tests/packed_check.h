@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_reference.h"
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "backend_check.h"
 
 namespace ember::check {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/ops_reference.h"
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "backend_check.h"
 #include "tensor/quant.h"

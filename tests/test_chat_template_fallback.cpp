@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "cli_test_util.h"
 #include "engine/conversation.h"
 #include "gguf/gguf.h"

@@ -13,7 +13,7 @@
 #include <map>
 #include <random>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "convert/hf.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/llama2c.h"

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "convert/llama2c.h"
 #include "convert_test_util.h"
 #include "gguf/gguf.h"

@@ -8,7 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
+#include "backend/cpu/cpu_backend.h"
 #include "backend/ops.h"
 #include "kv/kv_cache.h"
 #include "util/error.h"
@@ -16,6 +17,13 @@
 using namespace ember;
 
 namespace {
+
+// Host memory for the caches under test (their rows are read back directly).
+Backend& host() {
+  static ThreadPool pool(1);
+  static CpuBackend backend(pool);
+  return backend;
+}
 
 KVCacheConfig config(DType type, int n_ctx, int n_ubatch, std::vector<int> window, int n_seq = 2) {
   KVCacheConfig c;
@@ -54,19 +62,19 @@ std::vector<int32_t> iota(int n, int32_t from = 0) {
 
 TEST_CASE("KV bytes per token per type, and a pool of every sequence at n_ctx by default") {
   for (auto [type, bytes] : {std::pair{DType::F32, 256}, {DType::F16, 128}, {DType::Q8_0, 68}, {DType::Q4_0, 36}}) {
-    KVCache kv(config(type, 100, 4, {0}));
+    KVCache kv(config(type, 100, 4, {0}), host());
     CHECK(kv.bytes_per_token() == 2 * static_cast<size_t>(bytes));
     CHECK(kv.stats().front().total == 2 * 4);  // 2 sequences x ceil(100 / 32)
     CHECK(kv.total_bytes() == KVCache::bytes_for(kv.config()));
   }
-  CHECK_THROWS_AS(KVCache(config(DType::Q4_K, 16, 4, {0})), Error);
+  CHECK_THROWS_AS(KVCache(config(DType::Q4_K, 16, 4, {0}), host()), Error);
   KVCacheConfig odd = config(DType::F16, 64, 4, {0});
   odd.block_size = 16;
-  CHECK_THROWS_AS(KVCache{odd}, Error);
+  CHECK_THROWS_AS((KVCache{odd, host()}), Error);
 }
 
 TEST_CASE("a sequence holds its tokens rounded up to a block, not n_ctx") {
-  KVCache kv(config(DType::F16, 4096, 512, {0, 0}, 16));
+  KVCache kv(config(DType::F16, 4096, 512, {0, 0}, 16), host());
   for (int s = 0; s < 16; ++s) feed(kv, s, iota(300));
   CHECK(kv.blocks_held(0) == 10);  // ceil(300 / 32) in the one global group
   const KVBlockStats st = kv.stats().front();
@@ -79,7 +87,7 @@ TEST_CASE("a sequence holds its tokens rounded up to a block, not n_ctx") {
 TEST_CASE("sliding-window layers give back blocks behind the window and the rollback allowance") {
   KVCacheConfig c = config(DType::F32, 512, 8, {0, 40});
   c.rollback_tokens = 8;
-  KVCache kv(c);
+  KVCache kv(c, host());
   feed(kv, 0, iota(200));
   feed(kv, 1, iota(3));
   CHECK(kv.n_tokens(0) == 200);
@@ -110,7 +118,7 @@ TEST_CASE("shift re-rotates kept keys to their new positions") {
   ThreadPool pool(1);
   KVCacheConfig c = config(DType::F32, 160, 4, {0, 40});
   c.rollback_tokens = 4;
-  KVCache kv(c);
+  KVCache kv(c, host());
   const int64_t row = 64;
   RopeParams rp;
   rp.n_rot = 32;
@@ -134,9 +142,7 @@ TEST_CASE("shift re-rotates kept keys to their new positions") {
   }
   const int held_local = static_cast<int>(held_positions(kv.view(1, 0)).size());
   const int n_keep = 4, n_discard = 70;
-  kv.shift(pool, 0, n_keep, n_discard, [&](int, F32Mat rows, const int32_t* delta) {
-    ops::rope(pool, rows, 32, delta, rp);
-  });
+  kv.shift(0, n_keep, n_discard, 32, [&](int) { return rp; });
   CHECK(kv.n_tokens(0) == n - n_discard);
   CHECK(kv.audit() == "");
   for (int il = 0; il < 2; ++il) {
@@ -164,7 +170,7 @@ TEST_CASE("shift re-rotates kept keys to their new positions") {
 TEST_CASE("prefix cache: full blocks are shared by reference, kept after their sequence, evicted LRU") {
   KVCacheConfig c = config(DType::F16, 320, 64, {0}, 3);
   c.n_blocks = 12;
-  KVCache kv(c);
+  KVCache kv(c, host());
   const std::vector<int32_t> prompt = iota(100, 5);  // 3 full blocks + 4 tokens
   feed(kv, 0, prompt);
   // A second prompt that starts alike reuses the three full blocks, not the partial one.
@@ -200,7 +206,7 @@ TEST_CASE("prefix cache: full blocks are shared by reference, kept after their s
 TEST_CASE("an exhausted pool refuses an append and changes nothing") {
   KVCacheConfig c = config(DType::F16, 256, 64, {0}, 2);
   c.n_blocks = 3;
-  KVCache kv(c);
+  KVCache kv(c, host());
   feed(kv, 0, iota(64));
   feed(kv, 1, iota(32));
   const std::vector<int> one{0, 1};
@@ -219,7 +225,7 @@ TEST_CASE("randomized operations keep pool and tables consistent") {
     KVCacheConfig c = config(DType::Q8_0, 320, 40, swa ? std::vector<int>{0, 48} : std::vector<int>{0, 0}, 6);
     c.n_blocks = 40;
     c.rollback_tokens = 40;
-    KVCache kv(c);
+    KVCache kv(c, host());
     std::mt19937 rng(swa ? 7 : 3);
     std::vector<std::vector<int32_t>> tokens(6);
     const std::vector<int32_t> system = iota(70, 100);  // a shared start some prompts take
@@ -260,7 +266,7 @@ TEST_CASE("randomized operations keep pool and tables consistent") {
         held.resize(held.size() - n);
       } else if (!held.empty() && op == 8 && held.size() > 40 && rnd(4) == 0) {  // context shift
         const int n_keep = rnd(8), n_discard = 1 + rnd(static_cast<int>(held.size()) - n_keep - 1);
-        kv.shift(pool, s, n_keep, n_discard, [](int, F32Mat, const int32_t*) {});
+        kv.shift(s, n_keep, n_discard, 64, [](int) { return RopeParams{64, false, 10000.0f, 1.0f}; });
         held.erase(held.begin() + n_keep, held.begin() + n_keep + n_discard);
         kv.commit(s);
       } else if (!held.empty()) {  // finish or cancel

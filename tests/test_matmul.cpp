@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_reference.h"
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "backend_check.h"
 #include "tensor/quant.h"
 #include "util/error.h"

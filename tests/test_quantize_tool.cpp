@@ -9,7 +9,7 @@
 #include <random>
 #include <sstream>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "convert_test_util.h"
 #include "gguf/gguf_writer.h"
 #include "quantize/mix.h"

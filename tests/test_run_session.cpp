@@ -3,7 +3,7 @@
 // context shift.
 #include <doctest/doctest.h>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "cli_test_util.h"
 #include "engine/session.h"
 #include "model/model.h"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "convert/llama2c.h"
 #include "convert_test_util.h"
 #include "gguf/gguf.h"

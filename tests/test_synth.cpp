@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "convert_test_util.h"
 #include "model/model.h"
 #include "synth/synth.h"

@@ -10,6 +10,8 @@ namespace ember::cuda {
 bool built();              // compiled with the CUDA backend
 int device_count();        // 0 when not built or no device/driver is present
 std::string device_name(int device);
+// "NVIDIA H200, 139.7 GiB, compute capability 9.0" (empty when the device cannot be queried).
+std::string device_description(int device);
 
 // y = rms_norm(x) on device 0, for tests and tools: uploads x (rows x dim, row-major f32) and
 // w (dim floats, or null for no weight), runs the kernel, downloads y. The same contract as

@@ -2,13 +2,19 @@
 #include "backend/cuda_api.h"
 
 #if !defined(EMBER_HAVE_CUDA)
+#include "cuda/device_runtime.h"
+#include "cuda/kernel_api.h"
 #include "util/error.h"
 
 namespace ember::cuda {
 
+DeviceRuntime& gpu_runtime() { fail(ErrorKind::Unsupported, "no CUDA device: ember was built without CUDA"); }
+const Kernels& gpu_kernels() { fail(ErrorKind::Unsupported, "no CUDA device: ember was built without CUDA"); }
+
 bool built() { return false; }
 int device_count() { return 0; }
 std::string device_name(int) { return {}; }
+std::string device_description(int) { return {}; }
 
 void rms_norm_f32(const float*, const float*, float*, int64_t, int64_t, float, bool) {
   fail(ErrorKind::Unsupported, "cuda rms_norm: ember was built without CUDA");

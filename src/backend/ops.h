@@ -50,6 +50,11 @@ struct F32Mat {
   float* row(int64_t r) const { return data + r * stride; }
 };
 
+// A read-only matrix view of an f32 matrix (input of matmul and friends).
+inline MatView as_view(const F32Mat& m) {
+  return MatView{DType::F32, m.cols, m.rows, static_cast<size_t>(m.stride) * sizeof(float), m.data};
+}
+
 struct RopeParams {
   int n_rot = 0;            // rotated dimensions per head (<= head_dim; the rest pass through)
   bool neox = false;        // false: adjacent pairs (x[2i], x[2i+1]) as llama; true: halves (x[i], x[i+n_rot/2])

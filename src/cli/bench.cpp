@@ -18,7 +18,7 @@
 #include <map>
 #include <optional>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
 #include "cli/generation_flags.h"
@@ -52,6 +52,7 @@ struct BenchArgs {
   std::string output = "md";
   bool no_warmup = false;
   bool no_repack = false;
+  int gpu_layers = -1;
   DraftOptions draft;       // --draft / --draft-ngram: the speculative rows
   std::string prompt_file;  // -f: their prompt
   std::string parallel;     // -np 1,4,8,16: the concurrency table instead (eval/bench_batched.h)
@@ -150,6 +151,7 @@ int run_bench(BenchArgs& a) {
   lo.n_threads = n_threads;
   lo.print_plan = false;
   lo.repack = !a.no_repack;
+  lo.gpu_layers = a.gpu_layers;
   auto model = Model::load(a.model, lo);
   const Tokenizer tok = Tokenizer::from_gguf(model->gguf());
 
@@ -238,6 +240,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", args->reps, "timed runs per test")->capture_default_str();
   cmd->add_option("-t,--threads", args->n_threads, "threads (0: physical cores)");
   add_no_repack_flag(cmd, args->no_repack);
+  add_gpu_layers_flag(cmd, args->gpu_layers);
   cmd->add_option("--parallel", args->parallel,
                   "-np 1,4,8,16: aggregate decode t/s and inter-token latency at each concurrency (-p, -n per "
                   "sequence), and static against continuous batching");

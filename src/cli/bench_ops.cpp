@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "cli/bench_ops_attention.h"
 #include "cli/commands.h"

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "sampling/rng.h"
 #include "tensor/dtype.h"

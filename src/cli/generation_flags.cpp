@@ -21,6 +21,7 @@ void add_model_flags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("--keep", f.n_keep, "tokens kept at the start under --context-shift (after BOS)")
       ->capture_default_str();
   add_no_repack_flag(cmd, f.no_repack);
+  add_gpu_layers_flag(cmd, f.gpu_layers);
 }
 
 void add_sampling_flags(CLI::App* cmd, GenerationFlags& f) {
@@ -48,6 +49,7 @@ void add_draft_flags(CLI::App* cmd, DraftOptions& d) {
   cmd->add_option("--draft-max", d.max, "most tokens drafted per round")->capture_default_str();
   cmd->add_option("--draft-min", d.min, "fewest tokens drafted when drafting is on")->capture_default_str();
   cmd->add_flag("--draft-fixed", d.fixed, "always draft --draft-max tokens (no run-time cost model)");
+  add_gpu_layers_flag(cmd, d.gpu_layers, "--n-gpu-layers-draft");
 }
 
 void finish_generation_flags(GenerationFlags& f) {
@@ -66,6 +68,7 @@ ModelSetup model_setup(const GenerationFlags& f) {
   s.path = f.model;
   s.n_threads = f.n_threads;
   s.repack = !f.no_repack;
+  s.gpu_layers = f.gpu_layers;
   s.context.n_ctx = f.n_ctx;
   s.context.n_batch = f.n_batch;
   s.context.n_ubatch = std::min(f.n_batch, f.n_ubatch);

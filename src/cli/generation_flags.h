@@ -21,6 +21,7 @@ struct GenerationFlags {
   std::string cache_type_v = "f16";
   bool context_shift = false;
   bool no_repack = false;  // --no-repack (-nr): weights stay in the file mapping
+  int gpu_layers = -1;     // -ngl: layers on the CUDA device (-1: all when there is one)
   int n_keep = 0;
   int n_predict = -1;
   long long seed = -1;

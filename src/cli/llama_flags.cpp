@@ -15,6 +15,7 @@ constexpr std::pair<std::string_view, std::string_view> kLongForms[] = {
     {"-nr", "--no-repack"},
     {"-np", "--parallel"},
     {"-ngl", "--n-gpu-layers"},  // so that "-ngl 99" is not read as "-n gl"
+    {"-ngld", "--n-gpu-layers-draft"},
 };
 }  // namespace
 
@@ -45,6 +46,12 @@ void add_no_repack_flag(CLI::App* cmd, bool& no_repack) {
   cmd->add_flag("--no-repack", no_repack,
                 "keep all weights in the file mapping (zero copy) instead of repacking matmul weights for the "
                 "CPU kernels (slower)");
+}
+
+void add_gpu_layers_flag(CLI::App* cmd, int& gpu_layers, const char* flag) {
+  cmd->add_option(flag, gpu_layers,
+                  "layers on the CUDA device (-ngl as llama.cpp; 0: CPU only; default: all when a device is present)")
+      ->check(CLI::Range(0, 100000));
 }
 
 }  // namespace ember::cli

@@ -13,6 +13,11 @@ namespace ember::cli {
 // of repacking matmul weights for the CPU kernels (LoadOptions::repack).
 void add_no_repack_flag(CLI::App* cmd, bool& no_repack);
 
+// -ngl N (--n-gpu-layers, llama.cpp's flag): layers on the CUDA device, LoadOptions::gpu_layers;
+// left at -1 when absent (every layer on the GPU when there is one). `flag` names a second
+// such option (the draft model's --n-gpu-layers-draft, -ngld).
+void add_gpu_layers_flag(CLI::App* cmd, int& gpu_layers, const char* flag = "--n-gpu-layers");
+
 // argv with every llama.cpp multi-letter short flag replaced by its long form.
 std::vector<std::string> expand_llama_flags(int argc, const char* const* argv);
 

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
 #include "eval/logprob_store.h"
@@ -35,6 +35,7 @@ struct PerplexityArgs {
   std::string kld_base;
   bool kld = false;
   bool no_repack = false;
+  int gpu_layers = -1;
   int kld_top = 32;
   int kld_samples = 32;
   int n_parallel = 0;  // chunks decoded at once as sequences; 0: n_batch / n_ctx, as llama.cpp
@@ -71,6 +72,7 @@ int run_perplexity(const PerplexityArgs& a) {
   LoadOptions lo;
   lo.n_threads = n_threads;
   lo.repack = !a.no_repack;
+  lo.gpu_layers = a.gpu_layers;
   auto model = Model::load(a.model, lo);
   ThreadPool pool(n_threads);
   eval::EvalOptions opt;
@@ -150,6 +152,7 @@ void add_perplexity(CLI::App& app) {
   cmd->add_option("--parallel", args->n_parallel, "chunks decoded at once as sequences (-np; 0: -b / -c)")
       ->capture_default_str();
   add_no_repack_flag(cmd, args->no_repack);
+  add_gpu_layers_flag(cmd, args->gpu_layers);
   cmd->add_option("--kl-divergence-base", args->kld_base,
                   "with -f: write the model's log-probs here; with --kl-divergence: read them");
   cmd->add_flag("--kl-divergence", args->kld, "compare the model against --kl-divergence-base");

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "cli/commands.h"
 #include "quantize/quantize_file.h"
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "cli/commands.h"
 #include "synth/synth.h"
 #include "util/error.h"

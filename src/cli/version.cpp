@@ -11,7 +11,7 @@ std::string version_string() {
   if (cuda::built()) {
     int n = cuda::device_count();
     cuda = fmt::format("built, {} device{} found", n, n == 1 ? "" : "s");
-    if (n > 0) cuda += fmt::format(" ({})", cuda::device_name(0));
+    for (int i = 0; i < n; ++i) cuda += fmt::format("\n  device {}: {}", i, cuda::device_description(i));
   }
   return fmt::format("ember {} ({} build)\nSIMD: {} (using {})\nCUDA: {}", EMBER_VERSION, EMBER_BUILD_TYPE,
                      cpu_features_string(), simd_level_name(simd_level()), cuda);

@@ -31,7 +31,7 @@ DraftRunner::DraftRunner(const DraftOptions& options, Context& target, const Tok
   validate(options_);
   const std::vector<int32_t>& eog = tok.eog_ids();
   if (!options_.model_path.empty()) {
-    model_ = Model::load(options_.model_path, {.print_plan = verbose});
+    model_ = Model::load(options_.model_path, {.print_plan = verbose, .gpu_layers = options_.gpu_layers});
     require_compatible_vocab(tok.vocab(), Vocab::from_gguf(model_->gguf()));
     ContextOptions ctx = target.options();
     ctx.n_ctx = target.n_ctx();

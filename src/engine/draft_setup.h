@@ -17,6 +17,7 @@ namespace ember {
 
 struct DraftOptions {
   std::string model_path;  // --draft FILE
+  int gpu_layers = -1;     // -ngld: the draft model's layers on the CUDA device (-1: all when there is one)
   int ngram = 0;           // --draft-ngram N: prompt-lookup drafting with n-grams up to N
   int max = 8;             // --draft-max
   int min = 1;             // --draft-min

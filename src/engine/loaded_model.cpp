@@ -19,6 +19,7 @@ LoadedModel load_model(const ModelSetup& setup) {
     options.n_threads = setup.n_threads;
     options.print_plan = setup.verbose;
     options.repack = setup.repack;
+    options.gpu_layers = setup.gpu_layers;
     if (bar.enabled()) options.progress = [&bar](float fraction) { bar.update(fraction); };
     m.model = Model::load(setup.path, options);
   }

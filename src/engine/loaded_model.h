@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -16,6 +16,7 @@ struct ModelSetup {
   ContextOptions context;
   bool verbose = true;  // the loader's memory-plan lines on stderr
   bool repack = true;   // LoadOptions::repack (--no-repack turns it off)
+  int gpu_layers = 0;   // LoadOptions::gpu_layers (-ngl)
 };
 
 struct LoadedModel {

@@ -15,15 +15,17 @@ size_t BlockPool::bytes_for(const BlockPoolConfig& c) {
   return slots_of(c) * per_slot;
 }
 
-BlockPool::BlockPool(const BlockPoolConfig& cfg) : cfg_(cfg) {
+BlockPool::BlockPool(const BlockPoolConfig& cfg, Backend& memory) : cfg_(cfg), memory_(memory) {
   if (cfg.n_layers <= 0 || cfg.n_blocks <= 0 || cfg.block_size <= 0)
     fail(ErrorKind::InvalidArgument, "KV block pool: {} layers, {} blocks of {} tokens must all be positive",
          cfg.n_layers, cfg.n_blocks, cfg.block_size);
   k_row_bytes_ = dtype_row_bytes(cfg.k_type, cfg.k_row);
   v_row_bytes_ = dtype_row_bytes(cfg.v_type, cfg.v_row);
   const size_t slots = slots_of(cfg);
-  k_.assign(cfg.n_layers, std::vector<uint8_t>(slots * k_row_bytes_, 0));
-  v_.assign(cfg.n_layers, std::vector<uint8_t>(slots * v_row_bytes_, 0));
+  for (int il = 0; il < cfg.n_layers; ++il) {
+    k_.push_back(memory.allocate(slots * k_row_bytes_));
+    v_.push_back(memory.allocate(slots * v_row_bytes_));
+  }
   pos_.assign(slots, -1);
   tokens_.assign(slots, -1);
   ref_.assign(cfg.n_blocks, 0);
@@ -110,8 +112,8 @@ uint64_t BlockPool::chain_hash(uint64_t prev, const int32_t* tokens, int n) {
 
 void BlockPool::copy_slots(int64_t from, int64_t to, int n) {
   for (int il = 0; il < cfg_.n_layers; ++il) {
-    std::memcpy(k_[il].data() + to * k_row_bytes_, k_[il].data() + from * k_row_bytes_, n * k_row_bytes_);
-    std::memcpy(v_[il].data() + to * v_row_bytes_, v_[il].data() + from * v_row_bytes_, n * v_row_bytes_);
+    memory_.copy(k_row(il, to), k_row(il, from), n * k_row_bytes_);
+    memory_.copy(v_row(il, to), v_row(il, from), n * v_row_bytes_);
   }
   std::copy_n(pos_.begin() + from, n, pos_.begin() + to);
   std::copy_n(tokens_.begin() + from, n, tokens_.begin() + to);

@@ -12,9 +12,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
+#include "backend/backend.h"
 #include "tensor/dtype.h"
 
 namespace ember {
@@ -31,7 +33,8 @@ struct BlockPoolConfig {
 
 class BlockPool {
  public:
-  explicit BlockPool(const BlockPoolConfig& cfg);
+  // K/V rows live in `memory`'s buffers (host or device); positions and tokens on the host.
+  BlockPool(const BlockPoolConfig& cfg, Backend& memory);
   static size_t bytes_for(const BlockPoolConfig& cfg);  // K, V, positions and tokens of every block
 
   const BlockPoolConfig& config() const { return cfg_; }
@@ -55,11 +58,11 @@ class BlockPool {
   int lookup(uint64_t hash, const int32_t* tokens) const;
   static uint64_t chain_hash(uint64_t prev, const int32_t* tokens, int n);
 
-  // Slot s = block * block_size + j.
-  uint8_t* k_row(int layer, int64_t slot) { return k_[layer].data() + slot * k_row_bytes_; }
-  uint8_t* v_row(int layer, int64_t slot) { return v_[layer].data() + slot * v_row_bytes_; }
-  const uint8_t* k_data(int layer) const { return k_[layer].data(); }
-  const uint8_t* v_data(int layer) const { return v_[layer].data(); }
+  // Slot s = block * block_size + j. Backend memory: only the backend reads through these.
+  uint8_t* k_row(int layer, int64_t slot) { return k_data(layer) + slot * k_row_bytes_; }
+  uint8_t* v_row(int layer, int64_t slot) { return v_data(layer) + slot * v_row_bytes_; }
+  uint8_t* k_data(int layer) const { return static_cast<uint8_t*>(k_[layer]->data()); }
+  uint8_t* v_data(int layer) const { return static_cast<uint8_t*>(v_[layer]->data()); }
   size_t k_row_bytes() const { return k_row_bytes_; }
   size_t v_row_bytes() const { return v_row_bytes_; }
   int32_t* pos() { return pos_.data(); }  // position held by each slot, -1 = empty
@@ -77,8 +80,9 @@ class BlockPool {
   void clear_slots(int block);
 
   BlockPoolConfig cfg_;
+  Backend& memory_;
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
-  std::vector<std::vector<uint8_t>> k_, v_;  // per layer: n_blocks * block_size rows
+  std::vector<std::unique_ptr<BackendBuffer>> k_, v_;  // per layer: n_blocks * block_size rows
   std::vector<int32_t> pos_, tokens_;        // n_blocks * block_size
   std::vector<int> ref_;
   std::vector<int> free_;                    // unowned, unpublished; popped from the back

@@ -87,7 +87,7 @@ size_t KVCache::bytes_for(const KVCacheConfig& cfg) {
   return total;
 }
 
-KVCache::KVCache(const KVCacheConfig& cfg) : cfg_(cfg) {
+KVCache::KVCache(const KVCacheConfig& cfg, Backend& backend) : cfg_(cfg), backend_(backend) {
   check_config(cfg);
   k_row_bytes_ = dtype_row_bytes(cfg.k_type, cfg.k_row);
   v_row_bytes_ = dtype_row_bytes(cfg.v_type, cfg.v_row);
@@ -98,7 +98,7 @@ KVCache::KVCache(const KVCacheConfig& cfg) : cfg_(cfg) {
       group_of_[g.layers[i]] = static_cast<int>(groups_.size());
       index_in_group_[g.layers[i]] = static_cast<int>(i);
     }
-    groups_.push_back(Group{g.window, g.layers, std::make_unique<BlockPool>(g.pool)});
+    groups_.push_back(Group{g.window, g.layers, std::make_unique<BlockPool>(g.pool, backend)});
   }
   seqs_.resize(cfg.n_seq);
   for (SeqState& s : seqs_) s.tables.resize(groups_.size());
@@ -194,6 +194,10 @@ KVCache::Slot KVCache::append(int seq, int32_t pos, int32_t token) {
 void* KVCache::k_row(int layer, int seq, Slot slot) {
   const int g = group_of_[layer];
   return groups_[g].pool->k_row(index_in_group_[layer], row_of(seqs_[seq].tables[g], slot.index));
+}
+
+int64_t KVCache::storage_row(int layer, int seq, Slot slot) const {
+  return row_of(seqs_[seq].tables[group_of_[layer]], slot.index);
 }
 
 void* KVCache::v_row(int layer, int seq, Slot slot) {
@@ -346,13 +350,13 @@ void KVCache::rollback(int seq, int n) {
   st.n_tokens = keep;
 }
 
-void KVCache::shift(ThreadPool& pool, int seq, int n_keep, int n_discard, const Rerope& rerope) {
+void KVCache::shift(int seq, int n_keep, int n_discard, int head_dim, const RopeFor& rope_for) {
   check_seq(seq, "shift");
   SeqState& st = seqs_[seq];
   if (n_keep < 0 || n_discard <= 0 || n_keep + n_discard > st.n_tokens)
     fail(ErrorKind::InvalidArgument, "KV shift: keep {} + discard {} tokens of sequence {} holding {}", n_keep,
          n_discard, seq, st.n_tokens);
-  for (size_t g = 0; g < groups_.size(); ++g) shift_group(pool, static_cast<int>(g), st, n_keep, n_discard, rerope);
+  for (size_t g = 0; g < groups_.size(); ++g) shift_group(static_cast<int>(g), st, n_keep, n_discard, head_dim, rope_for);
   st.n_tokens -= n_discard;
   st.publishable = false;  // later blocks hold tokens at positions their prompt would not give them
   truncate_hashes(st, n_keep / cfg_.block_size);
@@ -361,7 +365,7 @@ void KVCache::shift(ThreadPool& pool, int seq, int n_keep, int n_discard, const 
 // Moves the held tokens after the discarded ones down by n_discard ordinals (in place, in
 // increasing order: a destination is either discarded or already moved), taking blocks for
 // destinations a sliding-window table had given back, then re-rotates the moved K rows.
-void KVCache::shift_group(ThreadPool& tp, int g, SeqState& st, int n_keep, int n_discard, const Rerope& rerope) {
+void KVCache::shift_group(int g, SeqState& st, int n_keep, int n_discard, int head_dim, const RopeFor& rope_for) {
   Table& t = st.tables[g];
   BlockPool& pool = *groups_[g].pool;
   const int bs = cfg_.block_size;
@@ -389,17 +393,9 @@ void KVCache::shift_group(ThreadPool& tp, int g, SeqState& st, int n_keep, int n
   }
   drop_blocks_from(g, t, ceil_div(new_n, bs));
   if (moved.empty()) return;
-  const int64_t count = static_cast<int64_t>(moved.size());
-  std::vector<float> rows(static_cast<size_t>(count * cfg_.k_row));
-  std::vector<int32_t> delta(moved.size(), -n_discard);
-  for (size_t i = 0; i < groups_[g].layers.size(); ++i) {
-    uint8_t* k = pool.k_row(static_cast<int>(i), 0);
-    MatView table{cfg_.k_type, cfg_.k_row, static_cast<int64_t>(pool.n_blocks()) * bs, k_row_bytes_, k};
-    F32Mat out{rows.data(), cfg_.k_row, count, cfg_.k_row};
-    ops::get_rows(tp, table, moved.data(), count, out);
-    rerope(groups_[g].layers[i], out, delta.data());
-    for (int64_t r = 0; r < count; ++r) ops::store_row(out.row(r), cfg_.k_row, cfg_.k_type, k + moved[r] * k_row_bytes_);
-  }
+  for (size_t i = 0; i < groups_[g].layers.size(); ++i)
+    backend_.rerope_rows(cfg_.k_type, pool.k_data(static_cast<int>(i)), k_row_bytes_, cfg_.k_row, moved.data(),
+                         static_cast<int64_t>(moved.size()), head_dim, -n_discard, rope_for(groups_[g].layers[i]));
 }
 
 std::string KVCache::audit() const {

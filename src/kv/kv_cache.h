@@ -64,7 +64,9 @@ struct KVBlockStats {
 
 class KVCache {
  public:
-  explicit KVCache(const KVCacheConfig& cfg);  // throws InvalidArgument for bad types/rows
+  // K/V rows in `backend`'s memory, which also copies and re-rotates them (shift, rollback
+  // into shared blocks). Throws InvalidArgument for bad types/rows.
+  KVCache(const KVCacheConfig& cfg, Backend& backend);
   ~KVCache();
 
   const KVCacheConfig& config() const { return cfg_; }
@@ -90,11 +92,17 @@ class KVCache {
   struct Slot { int64_t index; };   // token ordinal within the sequence
   Slot append(int seq, int32_t pos, int32_t token);
 
-  // Row pointers of token ordinal `slot` in layer `layer` of `seq`.
+  // Row pointers (backend memory) of token ordinal `slot` in layer `layer` of `seq`, and the
+  // row's number in the layer's storage (KVView::k + row * k_row_bytes).
   void* k_row(int layer, int seq, Slot slot);
   void* v_row(int layer, int seq, Slot slot);
+  int64_t storage_row(int layer, int seq, Slot slot) const;
 
   KVView view(int layer, int seq) const;
+  // Layers that share block tables (one group per attention span), for backends that
+  // prepare a table once per group.
+  int n_groups() const { return static_cast<int>(groups_.size()); }
+  int group_of(int layer) const { return group_of_[layer]; }
 
   // After a step that appended to `seq`: sliding-window groups give back blocks behind the
   // window, newly full blocks are published for prefix hits.
@@ -108,11 +116,11 @@ class KVCache {
 
   // ContextPolicy::Shift: drops tokens [n_keep, n_keep + n_discard) of `seq` and moves the
   // later tokens down by n_discard positions. Their K rows were rotated for the old
-  // positions, so for every layer the cache decodes the moved K rows to f32 (ops::get_rows),
-  // calls rerope(layer, rows, delta) with delta[i] = -n_discard (RoPE rotations compose:
-  // rot(p) then rot(-d) = rot(p - d)) and re-encodes them (ops::store_row).
-  using Rerope = std::function<void(int layer, F32Mat rows, const int32_t* delta)>;
-  void shift(ThreadPool& pool, int seq, int n_keep, int n_discard, const Rerope& rerope);
+  // positions, so for every layer the backend rotates the moved K rows (heads of head_dim)
+  // by -n_discard with layer's RoPE parameters, rope_for(layer) (RoPE rotations compose:
+  // rot(p) then rot(-d) = rot(p - d)).
+  using RopeFor = std::function<RopeParams(int layer)>;
+  void shift(int seq, int n_keep, int n_discard, int head_dim, const RopeFor& rope_for);
 
   // Empty when every pool and table agree: reference counts equal the tables holding each
   // block, unowned blocks are free or cached, every held slot of a sequence holds its
@@ -147,9 +155,10 @@ class KVCache {
   void drop_blocks_from(int g, Table& t, int64_t logical);
   void give_back_window(int g, Table& t, int n_tokens);
   void truncate_hashes(SeqState& st, int64_t full_blocks);
-  void shift_group(ThreadPool& pool, int g, SeqState& st, int n_keep, int n_discard, const Rerope& rerope);
+  void shift_group(int g, SeqState& st, int n_keep, int n_discard, int head_dim, const RopeFor& rope_for);
 
   KVCacheConfig cfg_;
+  Backend& backend_;
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
   std::vector<Group> groups_;
   std::vector<int> group_of_, index_in_group_;  // per model layer

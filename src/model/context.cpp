@@ -1,11 +1,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "backend/cpu/thread_pool.h"
 #include "kv/kv_cache.h"
 #include "model/arch.h"
 #include "model/layers.h"
-#include "model/memory.h"
+#include "util/memory.h"
 #include "model/model.h"
 #include "util/error.h"
 
@@ -13,6 +12,8 @@ namespace ember {
 
 struct Context::Scratch {
   StepBuffers buf;
+  std::vector<int64_t> slots;      // KV ordinal of each token of the current ubatch
+  std::vector<int32_t> out_rows;   // its rows whose logits are wanted
   std::vector<int32_t> pos;        // positions resolved for the current ubatch
   std::vector<int32_t> expected;   // per sequence: next position while validating a batch
   std::vector<int32_t> counts;     // per sequence: tokens of the batch / ubatch
@@ -60,19 +61,23 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
   }
 
   // The memory plan, checked before anything big is allocated.
+  backend_ = make_backend(model.device(), pool);
+  const bool on_host = model.device() == DeviceKind::Cpu;
   const KVCacheConfig kvc = kv_config(hp, opts_, n_ctx_, opts_.n_ubatch);
-  plan_.weight_bytes = model.weight_bytes();
+  plan_.weight_bytes = on_host ? model.weight_bytes() : model.repacked_bytes();
   plan_.kv_bytes = KVCache::bytes_for(kvc);
-  plan_.scratch_bytes = StepBuffers::bytes_for(hp, opts_.n_ubatch) + static_cast<size_t>(hp.n_vocab) * sizeof(float);
-  const SystemMemory sys = system_memory();
+  plan_.scratch_bytes = StepBuffers::bytes_for(hp, opts_.n_ubatch) + static_cast<size_t>(hp.n_vocab) * sizeof(float) +
+                        backend_->scratch_bytes(opts_.n_ubatch, n_ctx_);
+  const SystemMemory sys = on_host ? system_memory() : SystemMemory{0, backend_->memory_available() + plan_.weight_bytes};
   plan_.available = opts.memory_limit ? opts.memory_limit : sys.available;
   const size_t bpt = static_cast<size_t>(hp.n_layer) * (dtype_row_bytes(opts.k_type, kvc.k_row) + dtype_row_bytes(opts.v_type, kvc.v_row));
   if (opts.print_plan)
     std::fprintf(stderr,
-                 "memory plan: weights %.1f MiB (mmap) + KV cache %.1f MiB (K %s, V %s, %d ctx x %d seq in blocks of %d, "
+                 "memory plan (%s): weights %.1f MiB%s + KV cache %.1f MiB (K %s, V %s, %d ctx x %d seq in blocks of %d, "
                  "%.1f KiB/token) "
                  "+ scratch %.1f MiB (ubatch %d) = %.1f MiB of %.1f MiB available\n",
-                 mib(plan_.weight_bytes), mib(plan_.kv_bytes), dtype_name(opts.k_type), dtype_name(opts.v_type), n_ctx_,
+                 backend_->describe().c_str(), mib(plan_.weight_bytes), on_host ? " (mmap)" : "", mib(plan_.kv_bytes),
+                 dtype_name(opts.k_type), dtype_name(opts.v_type), n_ctx_,
                  opts.n_seq, kvc.block_size, bpt / 1024.0, mib(plan_.scratch_bytes), opts_.n_ubatch, mib(plan_.total()),
                  mib(plan_.available));
   // Mapped weights are file pages the kernel can evict, but a model that does not fit in
@@ -80,7 +85,8 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
   const size_t anon = plan_.kv_bytes + plan_.scratch_bytes;
   const bool explicit_limit = opts.memory_limit != 0;
   const bool too_big = explicit_limit ? plan_.total() > plan_.available
-                                      : (sys.available && anon > sys.available) || (sys.total && plan_.total() > sys.total);
+                      : !on_host   ? sys.available && plan_.total() > sys.available
+                                   : (sys.available && anon > sys.available) || (sys.total && plan_.total() > sys.total);
   if (too_big)
     fail(ErrorKind::OutOfMemory,
          "memory plan does not fit: weights {:.1f} MiB + KV cache {:.1f} MiB + scratch {:.1f} MiB = {:.1f} MiB, "
@@ -88,9 +94,11 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
          mib(plan_.weight_bytes), mib(plan_.kv_bytes), mib(plan_.scratch_bytes), mib(plan_.total()),
          mib(explicit_limit ? plan_.available : (anon > sys.available ? sys.available : sys.total)));
 
-  kv_ = std::make_unique<KVCache>(kvc);
+  kv_ = std::make_unique<KVCache>(kvc, *backend_);
   scratch_ = std::make_unique<Scratch>();
-  scratch_->buf.plan(hp, opts_.n_ubatch);
+  scratch_->buf.plan(*backend_, hp, opts_.n_ubatch);
+  scratch_->slots.assign(opts_.n_ubatch, 0);
+  scratch_->out_rows.assign(opts_.n_ubatch, 0);
   scratch_->pos.assign(opts_.n_ubatch, 0);
   scratch_->expected.assign(opts.n_seq, 0);
   scratch_->counts.assign(opts.n_seq, 0);
@@ -180,9 +188,7 @@ int Context::shift_if_needed(int seq, int n_new) {
     const int n_past = kv_->n_tokens(seq);
     const int n_discard = std::max(1, (n_past - opts_.n_keep) / 2);
     const Hparams& hp = model_.hparams();
-    kv_->shift(pool_, seq, opts_.n_keep, n_discard, [&](int il, F32Mat rows, const int32_t* delta) {
-      ops::rope(pool_, rows, hp.head_dim, delta, rope_params(hp, il));
-    });
+    kv_->shift(seq, opts_.n_keep, n_discard, hp.head_dim, [&](int il) { return rope_params(hp, il); });
     shifted += n_discard;
   }
   return shifted;
@@ -201,11 +207,18 @@ void Context::run_ubatch(const Batch& batch, size_t begin, size_t end, float* lo
   for (int t = 0; t < n; ++t) {
     const int s = batch.seq[begin + t];
     sc.pos[t] = kv_->next_pos(s);
-    sc.buf.slots[t] = kv_->append(s, sc.pos[t], batch.tokens[begin + t]);
-    if (batch.want_logits[begin + t]) sc.buf.out_rows[n_out++] = t;
+    sc.slots[t] = kv_->append(s, sc.pos[t], batch.tokens[begin + t]).index;
+    if (batch.want_logits[begin + t]) sc.out_rows[n_out++] = t;
   }
-  Step step(model_.hparams(), pool_, *kv_, sc.buf, n, batch.tokens.data() + begin, sc.pos.data(),
-            batch.seq.data() + begin, n_out, logits_out);
+  StepInputs in;
+  in.n_tokens = n;
+  in.tokens = batch.tokens.data() + begin;
+  in.pos = sc.pos.data();
+  in.seq = batch.seq.data() + begin;
+  in.slots = sc.slots.data();
+  in.n_out = n_out;
+  in.out_rows = sc.out_rows.data();
+  Step step(model_.hparams(), *backend_, *kv_, sc.buf, in, logits_out);
   model_.arch().forward(step);
   std::fill(sc.counts.begin(), sc.counts.end(), 0);
   for (size_t i = begin; i < end; ++i) sc.counts[batch.seq[i]] = 1;

@@ -1,11 +1,14 @@
 // The building blocks architectures are assembled from: the tensors of an attention block
 // and a gated FFN (with their binding), and Step, one ubatch in flight, whose methods are
-// the forward pass's vocabulary (embed, rms_norm, attention, ffn, add, logits). All buffers
-// are planned once per Context (StepBuffers); a step only takes views of them.
+// the forward pass's vocabulary (embed, rms_norm, attention, ffn, add, logits), each a few
+// calls to the Backend (backend/backend.h), which knows the device. All buffers are planned
+// once per Context in the backend's memory (StepBuffers); a step only takes views of them.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/ops.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
@@ -29,8 +32,6 @@ struct FfnWeights {
   int n_ff = 0;
 };
 
-enum class Activation { SiLU, GELU };  // gated: act(gate) * up
-
 // Binds blk.<il>.attn_{q,k,v,output}.weight with optional .bias and, when `qk_norm`,
 // the required attn_{q,k}_norm.weight.
 AttnWeights bind_attention(TensorBinder& b, const Hparams& hp, int il, bool qk_norm);
@@ -39,21 +40,26 @@ FfnWeights bind_ffn(TensorBinder& b, const Hparams& hp, int il);
 // output.weight, or the token embedding when the head is tied (absent output.weight).
 MatView bind_output(TensorBinder& b, const Hparams& hp, const MatView& tok_embd);
 
-// Activation and bookkeeping memory for one ubatch of up to n_ubatch tokens.
+// Activation memory for one ubatch of up to n_ubatch tokens, one allocation of the
+// backend's memory carved into the buffers below.
 struct StepBuffers {
-  void plan(const Hparams& hp, int n_ubatch);
+  void plan(Backend& backend, const Hparams& hp, int n_ubatch);
   static size_t bytes_for(const Hparams& hp, int n_ubatch);  // what plan() allocates
 
   int n_ubatch = 0;
-  std::vector<float> x, cur, out, q, k, v, q_normed, k_normed, attn, gate, up, act, out_x;
-  std::vector<KVCache::Slot> slots;    // KV slot of each token
-  std::vector<int32_t> out_rows;       // rows whose logits are wanted
+  float *x = nullptr, *cur = nullptr, *out = nullptr, *q = nullptr, *k = nullptr, *v = nullptr,
+        *q_normed = nullptr, *k_normed = nullptr, *attn = nullptr, *gate = nullptr, *up = nullptr,
+        *act = nullptr, *out_x = nullptr;
+
+ private:
+  std::unique_ptr<BackendBuffer> memory_;
 };
 
 class Step {
  public:
-  Step(const Hparams& hp, ThreadPool& pool, KVCache& kv, StepBuffers& buf, int n_tokens, const int32_t* tokens,
-       const int32_t* pos, const int32_t* seq, int n_out, float* logits);
+  // Begins the ubatch `in` on the backend (the KV slots already taken); logits of the
+  // wanted rows are written to host memory at `logits` (n_out x n_vocab).
+  Step(const Hparams& hp, Backend& backend, KVCache& kv, StepBuffers& buf, const StepInputs& in, float* logits);
 
   const Hparams& hp;
   F32Mat x;    // residual stream, n_tokens x n_embd
@@ -75,22 +81,14 @@ class Step {
   void logits(const float* norm_w, const MatView& output, float softcap);
 
  private:
-  F32Mat mat(std::vector<float>& v, int64_t cols) const;
-  ThreadPool& pool_;
-  KVCache& kv_;
+  F32Mat mat(float* data, int64_t cols) const;
+  Backend& be_;
   StepBuffers& buf_;
   int n_;
-  const int32_t* tokens_;
-  const int32_t* pos_;
-  const int32_t* seq_;
   int n_out_;
   float* logits_;
 };
 
-// A read-only matrix view of an f32 matrix (input of matmul and friends).
-inline MatView as_view(const F32Mat& m) {
-  return MatView{DType::F32, m.cols, m.rows, static_cast<size_t>(m.stride) * sizeof(float), m.data};
-}
 
 // RoPE parameters of layer il (sliding-window layers may use their own base).
 RopeParams rope_params(const Hparams& hp, int il);

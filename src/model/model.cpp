@@ -33,8 +33,11 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   read_common_hparams(file, m->hp_);
   info->read_hparams(file, m->hp_);
 
-  // Weights stay in the mapping (the views point straight into the file) unless repacked.
-  TensorBinder binder(file, opts.repack ? &m->packed_ : nullptr);
+  // On the CPU, weights stay in the mapping (the views point straight into the file) unless
+  // repacked; a GPU gets its copy here.
+  m->device_ = choose_device(opts.gpu_layers, m->hp_.n_layer);
+  m->weights_ = make_weight_store(m->device_, opts.repack);
+  TensorBinder binder(file, m->weights_.get());
   m->arch_ = info->bind(binder, m->hp_);
   for (const gguf::TensorInfo& t : file.tensors()) m->weight_bytes_ += t.nbytes;
   if (opts.progress) opts.progress(1.0f);
@@ -42,7 +45,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
     const Hparams& hp = m->hp_;
     const size_t repacked = m->repacked_bytes();
     const std::string where =
-        repacked ? fmt::format("mmap, {:.1f} MiB repacked for the CPU kernels", repacked / 1048576.0) : "mmap";
+        m->device_ != DeviceKind::Cpu ? fmt::format("{:.1f} MiB on {}", repacked / 1048576.0, device_kind_name(m->device_))
+        : repacked ? fmt::format("mmap, {:.1f} MiB repacked for the CPU kernels", repacked / 1048576.0)
+                   : "mmap";
     std::fprintf(stderr, "model: %s '%s', %d layers, n_embd %d, heads %d/%d x %d, n_ff %d, vocab %d, %.1f MiB of weights (%s)\n",
                  hp.arch.c_str(), hp.name.c_str(), hp.n_layer, hp.n_embd, hp.n_head, hp.n_head_kv, hp.head_dim,
                  hp.n_ff[0], hp.n_vocab, m->weight_bytes_ / 1048576.0, where.c_str());
@@ -50,11 +55,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   return m;
 }
 
-size_t Model::repacked_bytes() const {
-  size_t n = 0;
-  for (const PackedWeight& p : packed_) n += p.bytes;
-  return n;
-}
+size_t Model::repacked_bytes() const { return weights_->copied_bytes(); }
 
 std::string Model::describe() const {
   std::map<std::string, std::pair<int, uint64_t>> by_type;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/ops.h"
 #include "tensor/dtype.h"
 
@@ -75,6 +76,9 @@ struct LoadOptions {
   // llama.cpp's repack does) into anonymous memory at load; false keeps every weight in
   // the mapping (zero copy, --no-repack).
   bool repack = true;
+  // Layers on the CUDA device (-ngl): 0 none, -1 all when there is a device; see
+  // choose_device in backend/backend.h. Weights live, and every Context computes, there.
+  int gpu_layers = 0;
 };
 
 class Model {
@@ -87,7 +91,8 @@ class Model {
   const Hparams& hparams() const { return hp_; }
   const gguf::File& gguf() const { return *file_; }
   size_t weight_bytes() const { return weight_bytes_; }  // bytes of all tensors in the file
-  size_t repacked_bytes() const;  // of them, copied into the CPU kernels' layout at load
+  size_t repacked_bytes() const;  // of them, copied at load (CPU kernels' layout, or the device)
+  DeviceKind device() const { return device_; }
   const ArchModel& arch() const { return *arch_; }
   // One line per tensor type: "q4_0: 155 tensors, 600.1 MiB" (for `inspect` / plans).
   std::string describe() const;
@@ -97,7 +102,8 @@ class Model {
   Hparams hp_;
   std::unique_ptr<gguf::File> file_;
   std::unique_ptr<ArchModel> arch_;
-  std::vector<PackedWeight> packed_;  // owned copies the arch's views point into
+  std::unique_ptr<WeightStore> weights_;  // owns the copies the arch's views point into
+  DeviceKind device_ = DeviceKind::Cpu;
   size_t weight_bytes_ = 0;
 };
 
@@ -182,6 +188,7 @@ class Context {
   const MemoryPlan& plan() const { return plan_; }
   const ContextOptions& options() const { return opts_; }
   const Model& model() const { return model_; }
+  const Backend& backend() const { return *backend_; }
 
  private:
   struct Scratch;
@@ -193,6 +200,7 @@ class Context {
   ThreadPool& pool_;
   int n_ctx_ = 0;
   MemoryPlan plan_;
+  std::unique_ptr<Backend> backend_;
   std::unique_ptr<KVCache> kv_;
   std::unique_ptr<Scratch> scratch_;
   std::vector<float> logits_;

@@ -40,6 +40,11 @@ MatView TensorBinder::matrix_optional(const std::string& name, int64_t cols, int
 }
 
 MatView TensorBinder::matrix(const std::string& name, int64_t cols, int64_t rows) {
+  const MatView w = file_matrix(name, cols, rows);
+  return store_ ? store_->prepare_rows(w) : w;
+}
+
+MatView TensorBinder::file_matrix(const std::string& name, int64_t cols, int64_t rows) {
   const gguf::TensorInfo* t = lookup(name, true);
   const bool ok = t->ne[0] == cols && t->ne[1] == rows && t->ne[2] == 1 && t->ne[3] == 1;
   if (!ok)
@@ -53,21 +58,14 @@ MatView TensorBinder::matrix(const std::string& name, int64_t cols, int64_t rows
   return MatView{t->type, cols, rows, dtype_row_bytes(t->type, cols), t->data};
 }
 
-MatView TensorBinder::for_matmul(const MatView& w) {
-  if (!packed_) return w;
-  std::optional<PackedWeight> p = ops::pack_weight(w);
-  if (!p) return w;
-  packed_->push_back(std::move(*p));
-  return packed_->back().view;
-}
-
 MatView TensorBinder::matmul_matrix(const std::string& name, int64_t cols, int64_t rows) {
-  return for_matmul(matrix(name, cols, rows));
+  const MatView w = file_matrix(name, cols, rows);
+  return store_ ? store_->prepare_matmul(w) : w;
 }
 
 MatView TensorBinder::matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows) {
-  const MatView w = matrix_optional(name, cols, rows);
-  return w.data ? for_matmul(w) : w;
+  if (!file_.find_tensor(name)) return MatView{};
+  return matmul_matrix(name, cols, rows);
 }
 
 const float* TensorBinder::vector_optional(const std::string& name, int64_t n) {
@@ -83,7 +81,8 @@ const float* TensorBinder::vector(const std::string& name, int64_t n) {
     fail(ErrorKind::Unsupported, "tensor {}: expected type F32, file has {}", name, dtype_name(t->type));
   if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)
     fail(ErrorKind::Format, "tensor {}: data is not 4-byte aligned", name);
-  return reinterpret_cast<const float*>(t->data);
+  const float* v = reinterpret_cast<const float*>(t->data);
+  return store_ ? store_->prepare_vector(v, n) : v;
 }
 
 }  // namespace ember

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/ops.h"
 
 namespace ember {
@@ -14,23 +15,20 @@ namespace gguf { class File; struct TensorInfo; }
 
 class TensorBinder {
  public:
-  // With `packed`, matrices bound by matmul_matrix are repacked for the CPU kernels when
-  // they have a faster layout for the type, the copies kept in *packed; without, every
-  // view points into the mapped file.
-  explicit TensorBinder(const gguf::File& file, std::vector<PackedWeight>* packed = nullptr)
-      : file_(file), packed_(packed) {}
+  // Every bound tensor comes back as `store` prepared it (the CPU repacks matrices that
+  // matmul reads, CUDA uploads everything); without a store, views into the mapped file.
+  explicit TensorBinder(const gguf::File& file, WeightStore* store = nullptr) : file_(file), store_(store) {}
 
   // A weight matrix of `rows` rows of `cols` elements (GGUF shape [cols, rows]) in any
-  // type the matmul/get_rows ops compute with. Throws Format when missing or mismatched.
+  // type the matmul/get_rows ops compute with, whose rows get_rows reads. Throws Format
+  // when missing or mismatched.
   MatView matrix(const std::string& name, int64_t cols, int64_t rows);
   // Same, but returns a view with data == nullptr when the tensor is absent.
   MatView matrix_optional(const std::string& name, int64_t cols, int64_t rows);
   // A matrix that only matmul reads (not get_rows): may come back repacked (see above).
+  // An output head tied to token_embd binds that tensor a second time this way.
   MatView matmul_matrix(const std::string& name, int64_t cols, int64_t rows);
   MatView matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows);
-  // A bound matrix as matmul should read it: the repacked copy when there is one (e.g. an
-  // output head tied to token_embd, whose rows get_rows keeps reading in the file).
-  MatView for_matmul(const MatView& w);
   // A 1-D f32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_optional(const std::string& name, int64_t n);
@@ -39,8 +37,9 @@ class TensorBinder {
 
  private:
   const gguf::TensorInfo* lookup(const std::string& name, bool required);
+  MatView file_matrix(const std::string& name, int64_t cols, int64_t rows);
   const gguf::File& file_;
-  std::vector<PackedWeight>* packed_;
+  WeightStore* store_;
   int n_bound_ = 0;
 };
 

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "tensor/quant.h"
 #include "util/error.h"
 

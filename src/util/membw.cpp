@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "util/error.h"
 #include "util/stream_buffer.h"
 

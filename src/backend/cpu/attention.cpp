@@ -37,7 +37,7 @@
 #include "backend/cpu/attention_kernels.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/op_checks.h"
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 
 namespace ember {
 namespace attn {

@@ -2,7 +2,7 @@
 // the reference and the threaded op share the row loop; the compiler vectorises it.
 #include "backend/cpu/op_checks.h"
 #include "backend/cpu/ops_reference.h"
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 
 namespace ember::ops {
 namespace {

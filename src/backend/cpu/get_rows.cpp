@@ -2,7 +2,7 @@
 // (a lookup touches a few rows per token; there is nothing to gain from SIMD here).
 #include <cstdint>
 
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "tensor/quant.h"
 #include "util/error.h"

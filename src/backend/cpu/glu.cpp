@@ -6,7 +6,7 @@
 #include "backend/cpu/op_checks.h"
 #include "backend/cpu/ops_reference.h"
 #include "backend/cpu/row_kernels.h"
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 
 namespace ember::ops {
 

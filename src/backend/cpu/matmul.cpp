@@ -10,7 +10,7 @@
 #include "backend/cpu/matmul_bf16_avx512.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_packed_avx512.h"
-#include "backend/cpu/thread_pool.h"
+#include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "tensor/quant.h"
 #include "util/error.h"

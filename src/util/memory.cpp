@@ -1,4 +1,4 @@
-#include "model/memory.h"
+#include "util/memory.h"
 
 #include <cstdio>
 #include <cstring>

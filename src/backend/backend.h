@@ -1,0 +1,118 @@
+// The seam between the forward pass and the hardware. A model's weights live in a
+// WeightStore (prepared once at load: the CPU repacks, CUDA uploads); each Context computes
+// through a Backend, which owns the activation and KV memory and executes the forward's
+// vocabulary (embed, norms, RoPE, matmul, GLU, KV store, attention, logits). Step
+// (model/layers.h) speaks only to these; architecture files never know the device.
+//
+// Pointers inside views given to a Backend are its own memory (host for the CPU, device
+// for CUDA) unless a parameter says "host".
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "backend/ops.h"
+
+namespace ember {
+
+class KVCache;
+class ThreadPool;
+
+enum class Activation { SiLU, GELU };  // gated FFN: act(gate) * up
+
+// Where a model runs. CudaOnCpu is the CUDA backend with its kernels' own source run on the
+// CPU (cuda/cpu_exec): slow, for tests and for checking kernels without a GPU.
+enum class DeviceKind { Cpu, Cuda, CudaOnCpu };
+const char* device_kind_name(DeviceKind kind);
+
+// Memory a backend owns: host memory for the CPU, device memory for CUDA; zero-filled.
+class BackendBuffer {
+ public:
+  virtual ~BackendBuffer() = default;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ protected:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// A model's weights as one device computes with them (views into the mapped file, or copies).
+class WeightStore {
+ public:
+  virtual ~WeightStore() = default;
+  virtual DeviceKind kind() const = 0;
+  // A matrix matmul reads (CPU: the repacked copy where its kernels read one faster).
+  virtual MatView prepare_matmul(const MatView& w) = 0;
+  // A matrix whose rows get_rows reads (token embeddings).
+  virtual MatView prepare_rows(const MatView& w) = 0;
+  virtual const float* prepare_vector(const float* v, int64_t n) = 0;
+  virtual size_t copied_bytes() const = 0;  // of the weights, held outside the file mapping
+};
+
+// One ubatch as the context laid it out on the host: row t is token tokens[t] of sequence
+// seq[t] at position pos[t], stored in KV ordinal slots[t]; logits are wanted for out_rows.
+struct StepInputs {
+  int n_tokens = 0;
+  const int32_t* tokens = nullptr;
+  const int32_t* pos = nullptr;
+  const int32_t* seq = nullptr;
+  const int64_t* slots = nullptr;
+  int n_out = 0;
+  const int32_t* out_rows = nullptr;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceKind kind() const = 0;
+  virtual std::string describe() const = 0;      // "cpu (2 threads)", "cuda:0 NVIDIA H200"
+  virtual size_t memory_available() const = 0;   // bytes a plan may still take (0 = unknown)
+
+  // --- memory ---
+  virtual std::unique_ptr<BackendBuffer> allocate(size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // both in this backend's memory
+  // Scratch for steps of up to n_ubatch tokens against caches of up to n_ctx tokens, beyond
+  // the activations Step plans (matmul and attention workspaces).
+  virtual size_t scratch_bytes(int n_ubatch, int n_ctx) const = 0;
+
+  // --- one ubatch: begin_step, then the forward's ops, in order ---
+  virtual void begin_step(KVCache& kv, const StepInputs& in) = 0;
+  virtual void embed(const MatView& table, float scale, F32Mat x) = 0;    // x[t] = table[tokens[t]] * scale
+  virtual void rms_norm(const MatView& x, const float* w, float eps, F32Mat y) = 0;
+  virtual void rope(F32Mat x, int head_dim, const RopeParams& p) = 0;     // row t at pos[t]
+  virtual void add(F32Mat a, const MatView& b) = 0;                       // b.rows == 1 broadcasts
+  virtual void matmul(const MatView& w, const MatView& x, F32Mat y) = 0;
+  virtual void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) = 0;
+  virtual void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) = 0;
+  // K and V rows of every token of the step into its slot of layer `layer`.
+  virtual void store_kv(int layer, F32Mat k, F32Mat v) = 0;
+  // Causal attention of each run of same-sequence rows over its sequence's cache.
+  virtual void attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) = 0;
+  // out[i] = x[out_rows[i]]
+  virtual void gather_out_rows(const F32Mat& x, F32Mat out) = 0;
+  virtual void softcap(F32Mat a, float cap) = 0;
+  // Where the step's logits are computed (n_out x n_vocab) and how they reach `host`:
+  // the CPU computes straight into host memory, CUDA into a device buffer read back after.
+  virtual F32Mat logits_target(float* host, int n_out, int n_vocab) = 0;
+  virtual void finish_logits(const F32Mat& target, float* host) = 0;
+
+  // --- KV cache maintenance (context shift) ---
+  // K rows rows[0..n) (host array) of one layer's storage, rotated by `delta` positions.
+  virtual void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, const int32_t* rows,
+                           int64_t n, int head_dim, int32_t delta, const RopeParams& p) = 0;
+};
+
+// Where a model of n_layer layers runs for `-ngl gpu_layers` (llama.cpp's flag): 0 the CPU;
+// -1 (flag absent) every layer on the CUDA device when there is one, else the CPU; n >=
+// n_layer every layer on the device. A CUDA device is device 0, or the CPU execution of
+// the kernels when the environment sets EMBER_CUDA_ON_CPU=1. Throws InvalidArgument for a
+// partial offload and Unsupported for n > 0 without a device, naming why.
+DeviceKind choose_device(int gpu_layers, int n_layer);
+
+std::unique_ptr<WeightStore> make_weight_store(DeviceKind kind, bool repack);
+std::unique_ptr<Backend> make_backend(DeviceKind kind, ThreadPool& pool);
+
+}  // namespace ember

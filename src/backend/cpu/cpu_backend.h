@@ -1,0 +1,57 @@
+// The CPU backend: ops.h on the host with a thread pool; weights repacked for the SIMD
+// kernels (or read in place from the mapping), activations and KV cache in host memory.
+#pragma once
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace ember {
+
+class CpuWeightStore final : public WeightStore {
+ public:
+  explicit CpuWeightStore(bool repack) : repack_(repack) {}
+  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  MatView prepare_matmul(const MatView& w) override;
+  MatView prepare_rows(const MatView& w) override { return w; }
+  const float* prepare_vector(const float* v, int64_t) override { return v; }
+  size_t copied_bytes() const override;
+
+ private:
+  bool repack_;
+  std::vector<PackedWeight> packed_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(ThreadPool& pool) : pool_(pool) {}
+  DeviceKind kind() const override { return DeviceKind::Cpu; }
+  std::string describe() const override;
+  size_t memory_available() const override;
+  std::unique_ptr<BackendBuffer> allocate(size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  size_t scratch_bytes(int, int) const override { return 0; }
+
+  void begin_step(KVCache& kv, const StepInputs& in) override;
+  void embed(const MatView& table, float scale, F32Mat x) override;
+  void rms_norm(const MatView& x, const float* w, float eps, F32Mat y) override;
+  void rope(F32Mat x, int head_dim, const RopeParams& p) override;
+  void add(F32Mat a, const MatView& b) override;
+  void matmul(const MatView& w, const MatView& x, F32Mat y) override;
+  void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) override;
+  void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) override;
+  void store_kv(int layer, F32Mat k, F32Mat v) override;
+  void attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) override;
+  void gather_out_rows(const F32Mat& x, F32Mat out) override;
+  void softcap(F32Mat a, float cap) override;
+  F32Mat logits_target(float* host, int n_out, int n_vocab) override;
+  void finish_logits(const F32Mat&, float*) override {}
+  void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, const int32_t* rows, int64_t n,
+                   int head_dim, int32_t delta, const RopeParams& p) override;
+
+ private:
+  ThreadPool& pool_;
+  KVCache* kv_ = nullptr;
+  StepInputs in_;
+};
+
+}  // namespace ember
