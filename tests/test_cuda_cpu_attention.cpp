@@ -3,8 +3,9 @@
 // block table is shuffled (physical blocks out of order, spare blocks full of NaN bytes so
 // a read outside the sequence shows), GQA 8:2 and 4:4, softcap, a sliding window past
 // given-back blocks (first_slot > 0), queries that see no key, f32/f16/q8_0/q4_0 K and V,
-// head_dim 64/128/256, decode (chunked, combined) and prefill shapes; outputs strided and
-// sentinel-fenced, scratch fenced, and once in shuffled thread order.
+// head_dim 64/128/256 (the exact tile widths) and 16/32/80/96 (padded ones; 16 with
+// quantised heads that straddle 32-blocks), decode (chunked, combined) and prefill shapes;
+// outputs strided and sentinel-fenced, scratch fenced, and in shuffled thread order.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -158,6 +159,18 @@ std::vector<Case> cases() {
        {150, 199, 40}},
       {"decode 4:4 f32/f16 d128 first_slot window", 4, 4, 128, DType::F32, DType::F16, 64, 64, 290, 70, 0.0f, {289}},
       {"verify with no keys left", 8, 2, 64, DType::F16, DType::F16, 32, 64, 64, 16, 0.0f, {70, 64, 90}},
+      // head_dims below a tile width: d of D = 32, 96 columns used
+      {"decode 8:2 f16/f16 d16", 8, 2, 16, DType::F16, DType::F16, 32, 0, 290, 0, 0.0f, {289}},
+      {"prefill 4:4 f32/f32 d16 softcap", 4, 4, 16, DType::F32, DType::F32, 32, 0, 70, 0, 2.0f, positions(30, 40)},
+      {"verify 4:2 q4_0/q8_0 d16 heads straddle blocks", 4, 2, 16, DType::Q4_0, DType::Q8_0, 32, 32, 150, 0, 0.0f,
+       {149, 100, 20}},
+      {"decode 8:2 q8_0/q8_0 d32", 8, 2, 32, DType::Q8_0, DType::Q8_0, 32, 0, 300, 0, 0.0f, {299}},
+      {"prefill 4:4 f16/f32 d32 window first_slot", 4, 4, 32, DType::F16, DType::F32, 64, 64, 200, 50, 0.0f,
+       positions(170, 24)},
+      {"decode 8:2 f32/f16 d80 softcap", 8, 2, 80, DType::F32, DType::F16, 32, 0, 260, 0, 3.0f, {259}},
+      {"prefill 4:4 f16/f16 d80", 4, 4, 80, DType::F16, DType::F16, 32, 0, 60, 0, 0.0f, early_q},
+      {"verify 8:2 q8_0/f16 d96 window", 8, 2, 96, DType::Q8_0, DType::F16, 32, 0, 230, 100, 0.0f, {229, 228, 90}},
+      {"prefill 4:4 f32/q8_0 d96", 4, 4, 96, DType::F32, DType::Q8_0, 32, 0, 45, 0, 0.0f, positions(5, 40)},
   };
 }
 
@@ -180,6 +193,7 @@ TEST_CASE("cpu_exec: the CUDA attention kernels in shuffled thread order") {
   const std::vector<Case> all = cases();
   run_case(all[0], 100);
   run_case(all[2], 101);
+  run_case(all[12], 102);  // d 80 in a 96 tile: the zeroed columns
 }
 
 TEST_CASE("cpu_exec: launch_attention refuses what the kernels cannot do") {
@@ -197,11 +211,19 @@ TEST_CASE("cpu_exec: launch_attention refuses what the kernels cannot do") {
   bad.n_head_kv = 3;
   CHECK_THROWS_AS(attempt(bad, cache.dev(c)), ember::Error);
   bad = p;
-  bad.head_dim = 32;  // no kernel for it; the shapes still agree (32 heads of 32 = 8 of 128)
-  bad.n_head = 32;
-  bad.n_head_kv = 8;
+  bad.head_dim = 4;  // not a multiple of 8; the shapes still agree (256 heads of 4 = 8 of 128)
+  bad.n_head = 256;
+  bad.n_head_kv = 64;
   CHECK_THROWS_AS(attempt(bad, cache.dev(c)), ember::Error);
+  bad.head_dim = 16;  // a K row of 16 elements (one head) is half a q8_0 block; f16 is fine
+  bad.n_head = 64;
+  bad.n_head_kv = 1;
   ember::cuda::DevKV kv = cache.dev(c);
+  kv.n_tokens = 0;  // no keys to read: only the checks differ
+  CHECK_NOTHROW(attempt(bad, kv));
+  kv.k_type = DType::Q8_0;
+  CHECK_THROWS_AS(attempt(bad, kv), ember::Error);
+  kv = cache.dev(c);
   kv.k_type = DType::Q6_K;
   CHECK_THROWS_AS(attempt(p, kv), ember::Error);
   kv = cache.dev(c);

@@ -9,6 +9,10 @@
 //   leaves its partial (max, sum, unnormalised acc) in scratch and a combine kernel merges.
 // The chunking depends on the call's shape (rows, keys), so unlike the CPU op a row's bits
 // may change with the number of rows in the call (the values agree to float rounding).
+// head_dim d: any multiple of 8 up to 256. The kernels are compiled for a few tile widths D
+// (32, 64, 96, 128, 256: attn_tile_dim) with d a runtime value <= D; columns [d, D) of the
+// Q and K/V tiles are zeros, so the inner loops keep their compile-time D (at 64/128/256,
+// d == D and nothing is wasted; 16 in a D = 32 tile computes twice the dot products).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -25,7 +29,9 @@ namespace {
 constexpr int kAttnKeys = 32;        // keys per tile: one per lane when scoring
 constexpr int kAttnPad = 4;          // floats after each tile row: float4 reads free of bank conflicts
 constexpr int kAttnMaxWarps = 4;
-// The Q tile: rows x head_dim floats, 8 KiB (32 rows of 64 ... 8 of 256). It keeps shared
+constexpr int kAttnMaxRowsPerWarp = 8;  // the largest RPW compiled
+constexpr int kAttnMaxHeadDim = 256;
+// The Q tile: rows x D floats, 8 KiB (32 rows of 64 ... 8 of 256). It keeps shared
 // memory under the 48 KiB a launch gets without opting in, and the accumulators of a
 // warp's rows (rows_per_warp * head_dim / 32 per lane) clear of ptxas's register limits.
 constexpr int kAttnQTileFloats = 2048;
@@ -40,6 +46,7 @@ struct AttnArgs {
   const int32_t* q_pos;
   int64_t n_q;
   DevKV kv;
+  int head_dim;           // d <= the kernel's D
   int n_head;
   int n_head_kv;
   float scale;
@@ -47,7 +54,7 @@ struct AttnArgs {
   float softcap;
   float* out;             // used when n_chunks == 1
   int64_t out_stride;
-  float* partial;         // used when n_chunks > 1: attn_partial_floats(D) per (chunk, t, h)
+  float* partial;         // used when n_chunks > 1: attn_partial_floats(d) per (chunk, t, h)
   int n_chunks;
   int chunk_tiles;        // key tiles per chunk
 };
@@ -63,36 +70,59 @@ __device__ __forceinline__ float attn_warp_sum(float v) {
 
 constexpr int attn_partial_floats(int d) { return d + 2; }  // max, sum, then d of acc
 
-// Keys (or values) at ordinals [ts, ts + 32) of KV head g into the shared tile as f32, rows
-// D + kAttnPad apart; ordinals at or past `end` (another chunk's, or none) become zeros.
-// A tile's 32 ordinals are consecutive rows of one block (ts - first_slot is a multiple of
-// 32, block_size too), so the table is read once per tile. T is a constant here, so
-// load_element's switch over types folds away inside the loop.
+// Keys (or values) at ordinals [ts, ts + 32) of KV head g (d elements) into the shared
+// tile as f32, rows D + kAttnPad apart, columns [0, d); ordinals at or past `end` (another
+// chunk's, or none) become zeros. A tile's 32 ordinals are consecutive rows of one block
+// (ts - first_slot is a multiple of 32, block_size too), so the table is read once per tile.
+// T is a constant here, so the type switches of dequant.cuh fold away inside the loops.
 template <int D, DType T>
 __device__ __forceinline__ void attn_load_tile_as(float* tile, const DevKV& kv, const uint8_t* data,
-                                                  size_t row_bytes, int64_t ts, int64_t end, int g) {
+                                                  size_t row_bytes, int64_t ts, int64_t end, int g, int d) {
   const int64_t first_row =
       static_cast<int64_t>(kv.blocks[(ts - kv.first_slot) / kv.block_size]) * kv.block_size + ts % kv.block_size;
   const uint8_t* base = data + first_row * row_bytes;
   const int n_keys = static_cast<int>(end - ts < kAttnKeys ? end - ts : kAttnKeys);
+  const int64_t head0 = static_cast<int64_t>(g) * d;
+  constexpr bool kBlocks = T == DType::Q8_0 || T == DType::Q4_0;
+  if (kBlocks && d % 32 == 0) {
+    // A thread per (key j, 32-element sub-block sb): the block's scale is decoded once, not
+    // per element. j = item % 32, so a warp's float4 stores hit distinct banks (rows are
+    // D + 4 floats apart).
+    for (int item = threadIdx.x; item < kAttnKeys * (d / 32); item += blockDim.x) {
+      const int j = item % kAttnKeys;
+      const int sb = item / kAttnKeys;
+      float x[32];
+      if (j < n_keys) {
+        dequant_block32(T, base + j * row_bytes, head0 / 32 + sb, x);
+      } else {
+#pragma unroll
+        for (int l = 0; l < 32; ++l) x[l] = 0.0f;
+      }
+      float4* dst = reinterpret_cast<float4*>(tile + j * (D + kAttnPad) + sb * 32);
+#pragma unroll
+      for (int l = 0; l < 8; ++l) dst[l] = make_float4(x[4 * l], x[4 * l + 1], x[4 * l + 2], x[4 * l + 3]);
+    }
+    return;
+  }
+  // Element by element (f32/f16, or quantised heads that straddle blocks), lanes on
+  // consecutive elements of a row.
   for (int e = threadIdx.x; e < kAttnKeys * D; e += blockDim.x) {
     const int j = e / D;
     const int i = e % D;
-    const float x = j < n_keys ? load_element(T, base + j * row_bytes, static_cast<int64_t>(g) * D + i) : 0.0f;
-    tile[j * (D + kAttnPad) + i] = x;
+    if (i < d) tile[j * (D + kAttnPad) + i] = j < n_keys ? load_element(T, base + j * row_bytes, head0 + i) : 0.0f;
   }
 }
 
 // The cache types attention reads (the launcher refuses the others).
 template <int D>
 __device__ void attn_load_tile(float* tile, const DevKV& kv, const void* data, DType type, size_t row_bytes,
-                               int64_t ts, int64_t end, int g) {
+                               int64_t ts, int64_t end, int g, int d) {
   const uint8_t* bytes = static_cast<const uint8_t*>(data);
   switch (type) {
-    case DType::F32: return attn_load_tile_as<D, DType::F32>(tile, kv, bytes, row_bytes, ts, end, g);
-    case DType::F16: return attn_load_tile_as<D, DType::F16>(tile, kv, bytes, row_bytes, ts, end, g);
-    case DType::Q8_0: return attn_load_tile_as<D, DType::Q8_0>(tile, kv, bytes, row_bytes, ts, end, g);
-    default: return attn_load_tile_as<D, DType::Q4_0>(tile, kv, bytes, row_bytes, ts, end, g);
+    case DType::F32: return attn_load_tile_as<D, DType::F32>(tile, kv, bytes, row_bytes, ts, end, g, d);
+    case DType::F16: return attn_load_tile_as<D, DType::F16>(tile, kv, bytes, row_bytes, ts, end, g, d);
+    case DType::Q8_0: return attn_load_tile_as<D, DType::Q8_0>(tile, kv, bytes, row_bytes, ts, end, g, d);
+    default: return attn_load_tile_as<D, DType::Q4_0>(tile, kv, bytes, row_bytes, ts, end, g, d);
   }
 }
 
@@ -159,6 +189,7 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
   const int rows = static_cast<int>(blockDim.x / 32) * RPW;
   float* q_tile = smem;              // rows x D
   float* kv_tile = smem + rows * D;  // kAttnKeys x (D + kAttnPad): keys, then values
+  const int d = a.head_dim;
   const int group = a.n_head / a.n_head_kv;
   const int g = blockIdx.y;
   const int64_t n_rows = a.n_q * group;
@@ -166,7 +197,12 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
 
   for (int e = threadIdx.x; e < rows * D; e += blockDim.x) {
     const int64_t rg = row0 + e / D;
-    q_tile[e] = rg < n_rows ? a.q[rg / group * a.q_stride + (g * group + rg % group) * D + e % D] : 0.0f;
+    const int i = e % D;
+    const int64_t h = g * group + rg % group;
+    q_tile[e] = rg < n_rows && i < d ? a.q[rg / group * a.q_stride + h * d + i] : 0.0f;
+  }
+  if (d < D) {  // the loads below write columns [0, d) only: the rest stay zero
+    for (int e = threadIdx.x; e < kAttnKeys * (D + kAttnPad); e += blockDim.x) kv_tile[e] = 0.0f;
   }
   for (int r = threadIdx.x; r < rows; r += blockDim.x)
     row_pos[r] = row0 + r < n_rows ? a.q_pos[(row0 + r) / group] : -1;  // -1 sees no key
@@ -200,7 +236,7 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
 
   for (int64_t ts = begin; ts < end && ts <= hi; ts += kAttnKeys) {
     if (ts + kAttnKeys <= lo) continue;  // a tile no row sees leaves every state as it is
-    attn_load_tile<D>(kv_tile, a.kv, a.kv.k, a.kv.k_type, a.kv.k_row_bytes, ts, end, g);
+    attn_load_tile<D>(kv_tile, a.kv, a.kv.k, a.kv.k_type, a.kv.k_row_bytes, ts, end, g, d);
     __syncthreads();
     float s[RPW];
     attn_scores<D, RPW>(my_q, kv_tile + lane * (D + kAttnPad), s);
@@ -213,7 +249,7 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
       s[r] = visible ? x : -INFINITY;
     }
     __syncthreads();
-    attn_load_tile<D>(kv_tile, a.kv, a.kv.v, a.kv.v_type, a.kv.v_row_bytes, ts, end, g);
+    attn_load_tile<D>(kv_tile, a.kv, a.kv.v, a.kv.v_type, a.kv.v_row_bytes, ts, end, g, d);
     __syncthreads();
     attn_update<D, RPW>(st, s, kv_tile);
     __syncthreads();
@@ -226,19 +262,21 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
     const int64_t t = rg / group;
     const int h = g * group + static_cast<int>(rg % group);
     if (a.n_chunks == 1) {
-      float* dst = a.out + t * a.out_stride + static_cast<int64_t>(h) * D;
+      float* dst = a.out + t * a.out_stride + static_cast<int64_t>(h) * d;
       const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
 #pragma unroll
-      for (int c = 0; c < D / 32; ++c) dst[lane + 32 * c] = st.acc[r][c] * inv;
+      for (int c = 0; c < D / 32; ++c)
+        if (lane + 32 * c < d) dst[lane + 32 * c] = st.acc[r][c] * inv;
     } else {
       const int64_t idx = (blockIdx.z * a.n_q + t) * a.n_head + h;
-      float* dst = a.partial + idx * attn_partial_floats(D);
+      float* dst = a.partial + idx * attn_partial_floats(d);
       if (lane == 0) {
         dst[0] = st.m[r];
         dst[1] = st.l[r];
       }
 #pragma unroll
-      for (int c = 0; c < D / 32; ++c) dst[2 + lane + 32 * c] = st.acc[r][c];
+      for (int c = 0; c < D / 32; ++c)
+        if (lane + 32 * c < d) dst[2 + lane + 32 * c] = st.acc[r][c];
     }
   }
 }
@@ -275,7 +313,17 @@ struct AttnPlan {
   int chunk_tiles = 1;
 };
 
-constexpr int attn_max_rows_per_warp(int head_dim) { return kAttnQTileFloats / (kAttnMaxWarps * head_dim); }
+// The tile width D compiled for head_dim d: 64, 128 and 256 exactly, the others padded.
+constexpr int attn_tile_dim(int head_dim) {
+  return head_dim <= 32 ? 32 : head_dim <= 64 ? 64 : head_dim <= 96 ? 96 : head_dim <= 128 ? 128 : 256;
+}
+
+// Rows per warp when the Q tile is full: a power of two, the Q tile within its floats.
+constexpr int attn_max_rows_per_warp(int tile_dim) {
+  int rpw = kAttnMaxRowsPerWarp;
+  while (rpw > 1 && kAttnMaxWarps * rpw * tile_dim > kAttnQTileFloats) rpw /= 2;
+  return rpw;
+}
 
 inline int64_t attn_tiles(int64_t n_keys) { return n_keys > 0 ? (n_keys + kAttnKeys - 1) / kAttnKeys : 0; }
 
@@ -288,7 +336,7 @@ inline int64_t attn_wanted_chunks(const AttnPlan& plan, int n_head_kv) {
 inline AttnPlan attention_plan(const AttentionParams& p, int64_t n_q, int64_t n_keys) {
   AttnPlan plan;
   const int64_t rows = n_q * (p.n_head / p.n_head_kv);
-  const int max_rpw = attn_max_rows_per_warp(p.head_dim);
+  const int max_rpw = attn_max_rows_per_warp(attn_tile_dim(p.head_dim));
   if (rows >= static_cast<int64_t>(kAttnMaxWarps) * max_rpw) {
     plan.warps = kAttnMaxWarps;
     plan.rows_per_warp = max_rpw;
@@ -307,8 +355,9 @@ inline AttnPlan attention_plan(const AttentionParams& p, int64_t n_q, int64_t n_
   return plan;
 }
 
-inline size_t attn_shared_bytes(int head_dim, int rows) {
-  return sizeof(float) * (static_cast<size_t>(rows) * head_dim + static_cast<size_t>(kAttnKeys) * (head_dim + kAttnPad));
+inline size_t attn_shared_bytes(int tile_dim, int rows) {
+  return sizeof(float) *
+         (static_cast<size_t>(rows) * tile_dim + static_cast<size_t>(kAttnKeys) * (tile_dim + kAttnPad));
 }
 
 // Scratch for the chunk partials: chunks are at most attn_wanted_chunks and at most
@@ -351,6 +400,9 @@ inline void attn_check_kv_type(DType type, size_t row_bytes, int64_t cols, const
   if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
     fail(ErrorKind::InvalidArgument, "attention: {} cache type {} is not one of f32, f16, q8_0, q4_0", name,
          dtype_name(type));
+  if (cols % dtype_size(type).block_size != 0)  // as the CPU: whole blocks per row (a head may straddle two)
+    fail(ErrorKind::InvalidArgument, "attention: {} row of {} elements is not whole {} blocks", name, cols,
+         dtype_name(type));
   if (row_bytes < dtype_row_bytes(type, cols) || row_bytes % (type == DType::F32 ? 4 : 2) != 0)
     fail(ErrorKind::InvalidArgument, "attention: {} row stride {} bytes (a row of {} {} needs {}, aligned)", name,
          row_bytes, cols, dtype_name(type), dtype_row_bytes(type, cols));
@@ -359,8 +411,9 @@ inline void attn_check_kv_type(DType type, size_t row_bytes, int64_t cols, const
 
 inline void attn_check_args(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
                             const F32Mat& out) {
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
-    fail(ErrorKind::InvalidArgument, "attention: head_dim {} is not 64, 128 or 256", p.head_dim);
+  if (p.head_dim <= 0 || p.head_dim > kAttnMaxHeadDim || p.head_dim % 8 != 0)
+    fail(ErrorKind::InvalidArgument, "attention: head_dim {} is not a multiple of 8 up to {}", p.head_dim,
+         kAttnMaxHeadDim);
   if (p.n_head <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0)
     fail(ErrorKind::InvalidArgument, "attention: {} query heads cannot share {} KV heads", p.n_head, p.n_head_kv);
   if (p.window < 0 || p.softcap < 0.0f)
@@ -401,6 +454,7 @@ inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevKV
   a.q_pos = q_pos;
   a.n_q = q.rows;
   a.kv = kv;
+  a.head_dim = p.head_dim;
   a.n_head = p.n_head;
   a.n_head_kv = p.n_head_kv;
   a.scale = p.scale;
@@ -411,8 +465,10 @@ inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevKV
   a.partial = static_cast<float*>(scratch);
   a.n_chunks = plan.n_chunks;
   a.chunk_tiles = plan.chunk_tiles;
-  switch (p.head_dim) {
+  switch (attn_tile_dim(p.head_dim)) {
+    case 32: attn_launch_head_dim<32>(plan, a, s); break;
     case 64: attn_launch_head_dim<64>(plan, a, s); break;
+    case 96: attn_launch_head_dim<96>(plan, a, s); break;
     case 128: attn_launch_head_dim<128>(plan, a, s); break;
     default: attn_launch_head_dim<256>(plan, a, s); break;
   }
