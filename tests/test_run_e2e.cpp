@@ -6,8 +6,10 @@
 #include <algorithm>
 
 #include <csignal>
+#include <cstdlib>
 #include <regex>
 
+#include "backend/cuda_api.h"
 #include "cli_test_util.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -150,7 +152,8 @@ TEST_CASE("Ctrl-C stops generation, prints the statistics and exits with 130") {
 TEST_CASE("every subcommand's argument errors are one line naming the flag, exit code 2") {
   const std::string m = aidreams_gguf();
   const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{"run", "-m", m, "-p", "hi", "-ngl", "99"}, "--n-gpu-layers"},  // not read as "-n gl"
+      {{"run", "-m", m, "-p", "hi", "-ngl", "x"}, "--n-gpu-layers"},  // not read as "-n gl"
+      {{"run", "-m", m, "-p", "hi", "-ngld", "-1"}, "--n-gpu-layers-draft"},
       {{"run", "-m", m, "-p", "hi", "-n", "many"}, "--n-predict"},
       {{"run", "-m", m, "-p", "hi", "-n", "1", "2"}, "2"},
       {{"bench", "-m", m, "-r", "x"}, "--repetitions"},
@@ -164,5 +167,23 @@ TEST_CASE("every subcommand's argument errors are one line naming the flag, exit
     CHECK(r.exit_code == 2);
     CHECK(r.err.find(flag) != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("-ngl: all layers on the CUDA device or none; one line when there is no device or the offload is partial") {
+  const std::string m = aidreams_gguf();
+  const ProcessResult cpu = run_ember({"run", "-m", m, "-p", "The", "-n", "4", "--temp", "0", "-ngl", "0"});
+  CHECK(cpu.exit_code == 0);
+  // The CUDA backend with its kernels run on the CPU gives the same greedy text.
+  setenv("EMBER_CUDA_ON_CPU", "1", 1);
+  const ProcessResult emulated = run_ember({"run", "-m", m, "-p", "The", "-n", "4", "--temp", "0", "-ngl", "99"});
+  unsetenv("EMBER_CUDA_ON_CPU");
+  CHECK(emulated.exit_code == 0);
+  CHECK(emulated.out == cpu.out);
+  if (ember::cuda::device_count() == 0) {  // a GPU machine runs the model there instead
+    const ProcessResult none = run_ember({"run", "-m", m, "-p", "The", "-n", "4", "-ngl", "99"});
+    CHECK(none.exit_code == 5);
+    CHECK(none.err.find("-ngl 99: no CUDA device") != std::string::npos);
+    CHECK(std::count(none.err.begin(), none.err.end(), '\n') == 1);
   }
 }
