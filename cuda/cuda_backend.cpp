@@ -55,6 +55,8 @@ class CudaWeightStore final : public WeightStore {
     return static_cast<const float*>(upload(v, static_cast<size_t>(n) * sizeof(float)));
   }
   size_t copied_bytes() const override { return bytes_; }
+  std::string describe() const override { return rt_.describe(); }
+  size_t memory_available() const override { return rt_.free_memory(); }
 
  private:
   MatView upload_matrix(const MatView& w) {

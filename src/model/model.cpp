@@ -37,9 +37,12 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   // repacked; a GPU gets its copy here.
   m->device_ = choose_device(opts.gpu_layers, m->hp_.n_layer);
   m->weights_ = make_weight_store(m->device_, opts.repack);
+  for (const gguf::TensorInfo& t : file.tensors()) m->weight_bytes_ += t.nbytes;
+  if (m->device_ != DeviceKind::Cpu && m->weight_bytes_ > m->weights_->memory_available())
+    fail(ErrorKind::OutOfMemory, "{}: weights of {:.1f} MiB do not fit the {:.1f} MiB free on {} (-ngl 0 keeps them on the CPU)",
+         path, m->weight_bytes_ / 1048576.0, m->weights_->memory_available() / 1048576.0, m->weights_->describe());
   TensorBinder binder(file, m->weights_.get());
   m->arch_ = info->bind(binder, m->hp_);
-  for (const gguf::TensorInfo& t : file.tensors()) m->weight_bytes_ += t.nbytes;
   if (opts.progress) opts.progress(1.0f);
   if (opts.print_plan) {
     const Hparams& hp = m->hp_;

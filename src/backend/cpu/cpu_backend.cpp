@@ -23,6 +23,8 @@ MatView CpuWeightStore::prepare_matmul(const MatView& w) {
   return packed_.back().view;
 }
 
+size_t CpuWeightStore::memory_available() const { return system_memory().available; }
+
 size_t CpuWeightStore::copied_bytes() const {
   size_t n = 0;
   for (const PackedWeight& p : packed_) n += p.bytes;
