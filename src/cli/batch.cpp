@@ -1,7 +1,8 @@
 // `ember batch`: offline generation for a file of requests through the continuous-batching
 // scheduler.
 //
-//   ember batch -m model.gguf -f requests.jsonl [-np 8] [-o out.jsonl] [--draft-ngram 3 [--draft-max 8]]
+//   ember batch -m model.gguf -f requests.jsonl [-np 8] [-o out.jsonl]
+//               [--draft-ngram 3 | --draft small.gguf] [--draft-max 8]
 //
 // Each input line is one JSON object with OpenAI request fields (engine/completion_request.h);
 // the sampling flags give the defaults of fields a line leaves out, -n the default
@@ -18,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/batch_job.h"
+#include "engine/draft_setup.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -74,6 +76,8 @@ int run_batch(BatchFlags& f) {
   setup.context.n_batch = std::max(setup.context.n_batch, f.batch_tokens);
   setup.context.kv_blocks = (f.kv_size + 31) / 32;
   LoadedModel m = load_model(setup);
+  DraftContext draft_model;
+  if (draft.model) draft_model = load_draft_context(f.gen.draft, *m.context, *m.tokenizer, *m.pool, setup.verbose);
 
   std::string warning;
   const ChatTemplate tmpl = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
@@ -90,7 +94,7 @@ int run_batch(BatchFlags& f) {
   ProgressBar bar("batch");
   BatchSummary summary;
   const std::vector<BatchResult> results =
-      run_batch_job(*m.context, *m.tokenizer, requests, SchedulerOptions{f.n_parallel, f.batch_tokens}, draft, summary,
+      run_batch_job(*m.context, *m.tokenizer, requests, SchedulerOptions{f.n_parallel, f.batch_tokens, draft_model.context.get()}, draft, summary,
                     [&](int done, int total) { bar.update(static_cast<float>(done) / total); });
   bar.finish();
   for (size_t i = 0; i < results.size(); ++i) fmt::print(out, "{}\n", result_line(static_cast<int>(i), results[i]));

@@ -1,7 +1,7 @@
 // `ember serve`: an OpenAI-compatible HTTP server on the continuous-batching scheduler.
 //
 //   ember serve -m model.gguf [--host 127.0.0.1] [--port 8080] [-np 16] [--api-key KEY] [-c N]
-//               [--draft-ngram 3 [--draft-max 8]]
+//               [--draft-ngram 3 | --draft small.gguf] [--draft-max 8]
 //
 // It listens first (GET /health answers 503 while the model loads), then serves until
 // SIGTERM or SIGINT: new requests get 503, running ones finish (--shutdown finish, the
@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/batch_job.h"
+#include "engine/draft_setup.h"
 #include "server/http_server.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
@@ -45,7 +46,7 @@ void check(const ServeFlags& f) {
   if (f.shutdown != "finish" && f.shutdown != "cancel")
     fail(ErrorKind::InvalidArgument, "--shutdown '{}' must be finish or cancel", f.shutdown);
   if (f.gen.context_shift) fail(ErrorKind::InvalidArgument, "--context-shift: serve preempts instead of shifting");
-  scheduled_drafting(f.gen.draft);  // refuses --draft MODEL
+  scheduled_drafting(f.gen.draft);  // refuses --draft MODEL with --draft-ngram N
 }
 
 // SIGTERM and SIGINT wait for sigwait() in the main thread; every thread started later
@@ -76,8 +77,11 @@ int run_serve(ServeFlags& f) {
   setup.context.n_batch = std::max(setup.context.n_batch, f.batch_tokens);
   setup.context.kv_blocks = (f.kv_size + 31) / 32;
   LoadedModel m;
+  DraftContext draft_model;
   try {
     m = load_model(setup);
+    if (!f.gen.draft.model_path.empty())
+      draft_model = load_draft_context(f.gen.draft, *m.context, *m.tokenizer, *m.pool, setup.verbose);
   } catch (...) {
     http.stop();
     listener.join();
@@ -86,7 +90,8 @@ int run_serve(ServeFlags& f) {
   std::string warning;
   const ChatTemplate tmpl = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
   if (!warning.empty()) fmt::print(stderr, "{}\n", warning);
-  server::EngineOptions eo{SchedulerOptions{f.n_parallel, f.batch_tokens}, f.max_queue, scheduled_drafting(f.gen.draft)};
+  server::EngineOptions eo{SchedulerOptions{f.n_parallel, f.batch_tokens, draft_model.context.get()}, f.max_queue,
+                          scheduled_drafting(f.gen.draft)};
   auto engine = std::make_unique<server::ServingEngine>(*m.context, *m.tokenizer, eo, metrics);
   server::ServedModel served;
   served.engine = engine.get();

@@ -103,10 +103,8 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
 }
 
 SequenceDrafting scheduled_drafting(const DraftOptions& flags) {
-  if (!flags.model_path.empty())
-    fail(ErrorKind::Unsupported, "--draft {}: a draft model is not supported with continuous batching; use --draft-ngram N",
-         flags.model_path);
-  return SequenceDrafting{flags.ngram, flags.max, flags.fixed};
+  validate(flags);
+  return SequenceDrafting{flags.ngram, flags.max, flags.fixed, !flags.model_path.empty()};
 }
 
 std::string format_batch_summary(const BatchSummary& s) {

@@ -43,10 +43,11 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
                                        const std::function<void(int done, int total)>& on_progress = {});
 
 // The drafting of scheduled sequences (`ember batch`, `ember serve`) from the draft flags:
-// --draft-ngram N and --draft-max K. Throws Error(Unsupported) for --draft MODEL: a draft
-// model inside the batch is not built. --draft-fixed: every sequence drafts up to
-// --draft-max whenever its lookup finds a match, instead of as far as its acceptance so far
-// makes worth the rows (--draft-min does not apply: there is no timing model in the batch).
+// --draft-ngram N or --draft MODEL (the scheduler then needs SchedulerOptions::draft, from
+// draft_setup.h's load_draft_context), and --draft-max K. --draft-fixed: every sequence
+// drafts up to --draft-max whenever its source has tokens, instead of as far as its
+// acceptance so far makes worth the rows (--draft-min does not apply: there is no timing
+// model in the batch). Throws validate()'s errors (both sources at once: InvalidArgument).
 SequenceDrafting scheduled_drafting(const DraftOptions& flags);
 
 // "requests/s, tokens/s, TTFT and ITL p50/p90/p99" as a few lines for stderr.

@@ -8,12 +8,25 @@
 
 namespace ember {
 
-namespace {
 Rng draft_stream(uint64_t target_seed) {
-  uint64_t state = target_seed ^ 0x6472616674ull;  // "draft": a stream unrelated to the target's
+  uint64_t state = target_seed ^ 0x6472616674ull;  // "draft"
   return Rng(splitmix64_next(state));
 }
-}  // namespace
+
+bool draw_draft_token(SamplerChain& chain, std::span<const float> logits, std::span<const int32_t> banned,
+                      std::span<const int32_t> eog, int32_t id_limit, std::vector<float>& scratch, DraftProposal& out) {
+  scratch.assign(logits.begin(), logits.end());
+  for (int32_t id : banned)
+    if (id >= 0 && static_cast<size_t>(id) < scratch.size()) scratch[static_cast<size_t>(id)] = -INFINITY;
+  Candidates q = chain.apply(scratch);
+  const int32_t token = chain.draw(q);
+  // A token the target does not have can never be accepted: stop before it.
+  if (token >= id_limit) return false;
+  chain.accept(token);
+  out.tokens.push_back(token);
+  out.q.push_back(std::move(q));
+  return std::find(eog.begin(), eog.end(), token) == eog.end();
+}
 
 DraftModel::DraftModel(Context& draft_ctx, const SamplerChain& target_sampler, std::vector<int32_t> banned)
     : ctx_(draft_ctx),
@@ -76,18 +89,8 @@ void DraftModel::propose(std::span<const int32_t> context, int max_tokens, int32
 
 void DraftModel::draw(std::span<const float> logits, int max_tokens, int32_t id_limit, DraftProposal& out) {
   for (int i = 0;; ++i) {
-    logits_.assign(logits.begin(), logits.end());
-    for (int32_t id : banned_)
-      if (id >= 0 && static_cast<size_t>(id) < logits_.size()) logits_[static_cast<size_t>(id)] = -INFINITY;
-    Candidates q = chain_.apply(logits_);
-    const int32_t token = chain_.draw(q);
-    // A token the target does not have can never be accepted: stop before it.
-    if (token >= id_limit) return;
-    chain_.accept(token);
-    out.tokens.push_back(token);
-    out.q.push_back(std::move(q));
-    const bool eog = std::find(eog_.begin(), eog_.end(), token) != eog_.end();
-    if (eog || i + 1 == max_tokens) return;
+    if (!draw_draft_token(chain_, logits, banned_, eog_, id_limit, logits_, out) || i + 1 == max_tokens) return;
+    const int32_t token = out.tokens.back();
     Batch b;
     b.add(token, -1, 0, true);
     logits = ctx_.decode(b);

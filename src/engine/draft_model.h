@@ -16,6 +16,18 @@ namespace ember {
 
 class Context;
 
+// The draft's random stream for a target seeded with `target_seed`: unrelated to the
+// target's (a uniform shared with the acceptance test would bias the result).
+Rng draft_stream(uint64_t target_seed);
+
+// Draws one draft token from `logits` by `chain` (the target's settings and penalty window,
+// the draft's own rng), `banned` tokens at probability 0, and appends it with its q to
+// `out`, unless it is an id the target lacks (>= id_limit). Returns whether drafting may go
+// on after it: false when nothing was appended or the token is in `eog`. `scratch` holds
+// the masked logits. Shared by DraftModel and the scheduler's batched draft (draft_batch.h).
+bool draw_draft_token(SamplerChain& chain, std::span<const float> logits, std::span<const int32_t> banned,
+                      std::span<const int32_t> eog, int32_t id_limit, std::vector<float>& scratch, DraftProposal& out);
+
 class DraftModel final : public DraftSource {
  public:
   // `target_sampler` provides the settings (and the seed, from which the draft's own stream is

@@ -21,6 +21,20 @@ void validate(const DraftOptions& o) {
     fail(ErrorKind::InvalidArgument, "--draft-min {} must be between 1 and --draft-max {}", o.min, o.max);
 }
 
+DraftContext load_draft_context(const DraftOptions& options, const Context& target, const Tokenizer& tok,
+                                ThreadPool& pool, bool verbose) {
+  DraftContext d;
+  d.model = Model::load(options.model_path, {.print_plan = verbose, .gpu_layers = options.gpu_layers});
+  require_compatible_vocab(tok.vocab(), Vocab::from_gguf(d.model->gguf()));
+  ContextOptions ctx = target.options();
+  ctx.n_ctx = target.n_ctx();
+  ctx.k_type = ctx.v_type = DType::F16;
+  ctx.policy = ContextPolicy::Error;
+  ctx.print_plan = verbose;
+  d.context = std::make_unique<Context>(*d.model, ctx, pool);
+  return d;
+}
+
 DraftRunner::DraftRunner(const DraftOptions& options, LoadedModel& target, SamplerChain& sampler, bool ignore_eos,
                          bool verbose)
     : DraftRunner(options, *target.context, *target.tokenizer, *target.pool, sampler, ignore_eos, verbose) {}
@@ -31,15 +45,8 @@ DraftRunner::DraftRunner(const DraftOptions& options, Context& target, const Tok
   validate(options_);
   const std::vector<int32_t>& eog = tok.eog_ids();
   if (!options_.model_path.empty()) {
-    model_ = Model::load(options_.model_path, {.print_plan = verbose, .gpu_layers = options_.gpu_layers});
-    require_compatible_vocab(tok.vocab(), Vocab::from_gguf(model_->gguf()));
-    ContextOptions ctx = target.options();
-    ctx.n_ctx = target.n_ctx();
-    ctx.k_type = ctx.v_type = DType::F16;
-    ctx.policy = ContextPolicy::Error;  // the decoder keeps drafts within the free context
-    ctx.print_plan = verbose;
-    context_ = std::make_unique<Context>(*model_, ctx, pool);
-    auto draft = std::make_unique<DraftModel>(*context_, sampler, ignore_eos ? eog : std::vector<int32_t>{});
+    draft_ = load_draft_context(options_, target, tok, pool, verbose);
+    auto draft = std::make_unique<DraftModel>(*draft_.context, sampler, ignore_eos ? eog : std::vector<int32_t>{});
     draft->set_eog(eog);
     source_ = std::move(draft);
   } else {

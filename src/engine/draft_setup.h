@@ -28,6 +28,18 @@ struct DraftOptions {
 // Throws Error(InvalidArgument) for contradicting or out-of-range flags.
 void validate(const DraftOptions& options);
 
+// A draft model and its context beside a target's: the vocabulary checked against the
+// target's tokenizer, the context sized like the target's (n_ctx, sequences, batch, KV pool
+// blocks) with f16 KV and no context shift (drafts stay within the free context), sharing
+// the target's thread pool (the two never run at the same time). Used by DraftRunner and by
+// `ember batch|serve --draft` (the scheduler's batched draft, draft_batch.h).
+struct DraftContext {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Context> context;
+};
+DraftContext load_draft_context(const DraftOptions& options, const Context& target, const Tokenizer& tok,
+                                ThreadPool& pool, bool verbose);
+
 // A Generator (engine/session.h), so a chat Conversation can run on it like on a Session.
 class DraftRunner final : public Generator {
  public:
@@ -59,8 +71,7 @@ class DraftRunner final : public Generator {
 
  private:
   DraftOptions options_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<Context> context_;
+  DraftContext draft_;
   std::unique_ptr<DraftSource> source_;
   std::unique_ptr<SpeculativeDecoder> decoder_;
   SpeculativeStats stats_;

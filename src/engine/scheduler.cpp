@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "engine/draft_batch.h"
+#include "engine/draft_model.h"
 #include "engine/ngram_draft.h"
 #include "engine/speculative.h"
 #include "eval/log_softmax.h"
@@ -51,7 +53,8 @@ struct Scheduler::Sequence {
   Sequence(int id_, SequenceRequest&& r, int n_ctx)
       : id(id_), tokens(std::move(r.prompt)), n_prompt(tokens.size()), max_tokens(r.max_tokens),
         stop(std::move(r.stop_tokens)), top_logprobs(r.top_logprobs), sampler(r.sampling, n_ctx),
-        draft_max(r.draft.max), draft_fixed(r.draft.fixed) {
+        draft_max(r.draft.max), draft_fixed(r.draft.fixed), model_draft(r.draft.model),
+        draft_rng(draft_stream(sampler.seed())) {
     for (int32_t t : tokens) sampler.accept(t);
     if (r.draft.ngram > 0) draft = std::make_unique<NgramDraft>(r.draft.ngram);
   }
@@ -70,6 +73,11 @@ struct Scheduler::Sequence {
   DraftGate gate;
   DraftProposal proposal;              // this step's drafted tokens
   int32_t guess = -1;                  // the lookup's next token while the gate drafts nothing
+  bool model_draft;                    // drafts come from the scheduler's draft model
+  bool model_guess = false;            // the gate drafts nothing: the draft model's first token is the guess
+  Rng draft_rng;                       // the draft model's own stream for this sequence
+  std::optional<SamplerChain> draft_chain;  // this step's: the sampler's settings and window, draft_rng
+  bool drafting() const { return draft || model_draft; }
   int remaining() const { return static_cast<int>(tokens.size()) - n_computed; }
   bool decoding() const { return tokens.size() > n_prompt && remaining() == 1; }
 };
@@ -92,11 +100,20 @@ Scheduler::Scheduler(Context& ctx, const SchedulerOptions& options, Events event
   // within what sliding-window layers keep behind them (one ubatch).
   max_rows_ = std::min(max_verify_rows(ctx), ctx.options().n_ubatch);
   const KVCache& kv = ctx.kv_cache();
-  limits_ = SchedulerLimits{ctx.n_ctx(), kv.global_stats().total, kv.block_size()};
+  limits_ = SchedulerLimits{ctx.n_ctx(), kv.global_stats().total, kv.block_size(), opts_.draft != nullptr};
+  if (opts_.draft) {
+    if (opts_.draft->options().n_seq < n_seq)
+      fail(ErrorKind::InvalidArgument, "the draft model's context has {} sequences, the target's {}",
+           opts_.draft->options().n_seq, n_seq);
+    draft_ = std::make_unique<BatchDraft>(*opts_.draft, opts_.batch_tokens, ctx.n_vocab());
+  }
 }
 
 Scheduler::~Scheduler() {
-  for (const auto& s : running_) ctx_.kv_clear(s->slot);
+  for (const auto& s : running_) {
+    ctx_.kv_clear(s->slot);
+    if (draft_) draft_->clear(s->slot);
+  }
 }
 
 void check_request(const SequenceRequest& request, const SchedulerLimits& limits) {
@@ -111,9 +128,13 @@ void check_request(const SequenceRequest& request, const SchedulerLimits& limits
     fail(ErrorKind::OutOfMemory, "a request of {} tokens needs {} KV blocks of {} tokens, the pool has {}", longest,
          blocks, limits.block_size, limits.pool_blocks);
   validate(request.sampling);
-  if (request.draft.ngram < 0 || (request.draft.ngram > 0 && request.draft.max < 1))
+  const SequenceDrafting& d = request.draft;
+  if (d.ngram < 0 || (d.ngram > 0 && d.max < 1))
     fail(ErrorKind::InvalidArgument, "drafting with n-grams up to {} and {} tokens at most: both must be at least 1",
-         request.draft.ngram, request.draft.max);
+         d.ngram, d.max);
+  if (d.model && (d.ngram > 0 || d.max < 1 || !limits.draft_model))
+    fail(ErrorKind::InvalidArgument, "drafting with a draft model{}: {} tokens at most, n-grams {}",
+         limits.draft_model ? "" : " that the scheduler does not have", d.max, d.ngram);
 }
 
 int Scheduler::submit(SequenceRequest request) {
@@ -129,12 +150,17 @@ bool Scheduler::cancelled(int id) const {
   return std::find(cancelled_.begin(), cancelled_.end(), id) != cancelled_.end();
 }
 
+// Gives the sequence's slot and its blocks back, the draft model's too (published full
+// blocks stay in the prefix caches).
+void Scheduler::release(Sequence& s) {
+  ctx_.kv_clear(s.slot);
+  if (draft_) draft_->clear(s.slot);
+  free_slots_.push_back(s.slot);
+  s.slot = -1;
+}
+
 void Scheduler::finish(Sequence& s, FinishReason reason) {
-  if (s.slot >= 0) {
-    ctx_.kv_clear(s.slot);  // published full blocks stay in the prefix cache
-    free_slots_.push_back(s.slot);
-    s.slot = -1;
-  }
+  if (s.slot >= 0) release(s);
   if (events_.on_finish) events_.on_finish(s.id, reason);
 }
 
@@ -163,6 +189,7 @@ void Scheduler::admit() {
     s.slot = free_slots_.back();
     free_slots_.pop_back();
     s.n_computed = ctx_.kv_attach_prefix(s.slot, s.tokens);
+    if (draft_ && s.model_draft) draft_->attach(s.slot, s.tokens);
     stats_.cached_tokens += s.n_computed;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
@@ -171,9 +198,7 @@ void Scheduler::admit() {
 
 // Frees the sequence's blocks and queues it first, to be recomputed from its tokens.
 void Scheduler::preempt(Sequence& s) {
-  ctx_.kv_clear(s.slot);
-  free_slots_.push_back(s.slot);
-  s.slot = -1;
+  release(s);
   s.n_computed = 0;
   stats_.preemptions += 1;
   auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &s; });
@@ -237,30 +262,78 @@ int Scheduler::draft_room(const Sequence& s, int budget) const {
   return std::max(k, 0);
 }
 
-// Drafts for the planned decodes, oldest first, in the budget and the pool their plain rows
-// leave: a draft is cut to what fits, never a reason to preempt.
-void Scheduler::plan_drafts(std::vector<Chunk>& decodes, int& budget) {
+// The most of k drafts (after its last token) the pool holds for `s` beside the plan so far;
+// sets need_ for it.
+int Scheduler::fit_drafts(const Sequence& s, int k) {
   const KVCache& kv = ctx_.kv_cache();
+  for (; k > 0; --k) {
+    need_[s.slot] = 1 + k;
+    if (kv.fits(need_)) break;
+  }
+  need_[s.slot] = 1 + k;
+  return k;
+}
+
+// Drafts for the planned decodes, oldest first, in the budget and the pool their plain rows
+// leave: a draft is cut to what fits, never a reason to preempt. A draft model's proposals
+// come after the whole plan (draft_with_model): here they only reserve their rows.
+void Scheduler::plan_drafts(std::vector<Chunk>& decodes, int& budget) {
   for (Chunk& c : decodes) {
     Sequence& s = *c.seq;
     s.guess = -1;
-    if (!s.draft) continue;
+    s.model_guess = false;
+    if (!s.drafting()) continue;
     const int room = draft_room(s, budget);
-    const int k = s.draft_fixed ? room : s.gate.length(room);
-    if (k == 0 && room > 0) {  // the gate is shut: only a guess, checked in sample()
+    const int want = s.draft_fixed ? room : s.gate.length(room);
+    const bool guess = want == 0 && room > 0;  // the gate is shut: only a guess, checked in sample()
+    const int k = fit_drafts(s, want);
+    if (s.model_draft) {
+      s.model_guess = guess;
+      c.drafted = k;
+      budget -= k;
+      continue;
+    }
+    if (guess) {
       s.draft->propose(s.tokens, 1, ctx_.n_vocab(), s.proposal);
       if (!s.proposal.tokens.empty()) s.guess = s.proposal.tokens[0];
     }
     if (k == 0) continue;
     s.draft->propose(s.tokens, k, ctx_.n_vocab(), s.proposal);
-    int n = static_cast<int>(s.proposal.tokens.size());
-    for (; n > 0; --n) {
-      need_[s.slot] = 1 + n;
-      if (kv.fits(need_)) break;
+    c.drafted = static_cast<int>(s.proposal.tokens.size());
+    need_[s.slot] = 1 + c.drafted;
+    budget -= c.drafted;
+  }
+}
+
+// The draft model's run for the planned chunks of its sequences: prompt chunks mirrored,
+// decodes caught up and drafted for (c.drafted planned, or one guess), then each decode's
+// drafts set to what the draft proposed (fewer when it stopped early or lagged behind).
+void Scheduler::draft_with_model(std::vector<Chunk>& plan) {
+  std::vector<BatchDraftJob> jobs;
+  for (const Chunk& c : plan) {
+    Sequence& s = *c.seq;
+    if (!s.model_draft) continue;
+    BatchDraftJob job{.slot = s.slot, .tokens = s.tokens, .goal = s.n_computed + c.n, .eog = s.stop};
+    job.k = s.decoding() ? (s.model_guess ? 1 : c.drafted) : 0;
+    if (job.k > 0) {
+      s.draft_chain.emplace(s.sampler);
+      s.draft_chain->rng() = s.draft_rng;
+      job.chain = &*s.draft_chain;
+      job.out = &s.proposal;
     }
-    need_[s.slot] = 1 + n;
-    c.drafted = n;
-    budget -= n;
+    jobs.push_back(job);
+  }
+  if (jobs.empty()) return;
+  draft_->run(jobs);
+  stats_.draft_model_tokens = draft_->decoded_tokens();
+  for (Chunk& c : plan) {
+    Sequence& s = *c.seq;
+    if (!s.model_draft || !s.draft_chain) continue;
+    s.draft_rng = s.draft_chain->rng();
+    s.draft_chain.reset();
+    const std::vector<int32_t>& drafted = s.proposal.tokens;
+    if (s.model_guess) s.guess = drafted.empty() ? -1 : drafted[0];
+    else c.drafted = static_cast<int>(drafted.size());
   }
 }
 
@@ -367,6 +440,7 @@ bool Scheduler::step() {
     plan = plan_batch();
   }
   if (plan.empty()) return !idle();
+  if (draft_) draft_with_model(plan);
   batch_.clear();
   for (const Chunk& c : plan) add_rows(c);
   const std::span<const float> logits = ctx_.decode(batch_);

@@ -19,6 +19,14 @@
 // greedy sequence gives exactly its tokens without drafting. A seeded sampled one draws
 // from the same distribution as plain sampling but consumes its random stream differently:
 // reproducible for the same requests and settings, not the same tokens as without drafts.
+//
+// With a draft model (SchedulerOptions::draft, SequenceDrafting::model) the proposals come
+// from draft_batch.h instead of the lookup: after planning, one draft run catches every
+// drafting sequence's draft cache up (prompt chunks mirrored, accepted tokens, in its own
+// budget of batch_tokens rows) and drafts for all of them together, one draft decode() per
+// draft position. The same rule verifies them; preemption, cancellation and finishing free
+// the sequence's draft blocks too. When the gate drafts nothing, the draft's first token is
+// the guess the gate checks (it costs a draft row, not a target row).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -34,14 +42,19 @@
 
 namespace ember {
 
+class BatchDraft;
+
 // Prompt-lookup drafting for one sequence: propose up to `max` tokens that followed the last
 // n tokens (n <= ngram) earlier in its own tokens. ngram 0: no drafting. Drafts cost rows of
 // the shared batch, so by default a sequence drafts only as far as its own drafts have been
 // accepted (scheduler.cpp's DraftGate); fixed: always up to max.
+// model: draft with the scheduler's draft model instead (SchedulerOptions::draft; ngram 0).
 struct SequenceDrafting {
   int ngram = 0;
   int max = 8;
   bool fixed = false;
+  bool model = false;
+  bool enabled() const { return ngram > 0 || model; }
 };
 
 struct SequenceRequest {
@@ -67,6 +80,7 @@ struct SchedulerLimits {
   int n_ctx = 0;
   int pool_blocks = 0;  // of the global layers; 0: no pool limit
   int block_size = 1;
+  bool draft_model = false;  // requests may draft with a draft model
 };
 // Throws what Scheduler::submit throws for a request that cannot run.
 void check_request(const SequenceRequest& request, const SchedulerLimits& limits);
@@ -79,6 +93,10 @@ const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled
 struct SchedulerOptions {
   int max_sequences = 0;  // running at once (-np); 0 = the context's n_seq
   int batch_tokens = 0;   // tokens per step (--batch-tokens); 0 = the context's n_batch
+  // A draft model's context (draft_setup.h's load_draft_context: the target's sequences,
+  // vocabulary compatible) for requests with SequenceDrafting::model; not owned, it must
+  // outlive the scheduler, and only one scheduler may use it at a time.
+  Context* draft = nullptr;
 };
 
 struct SchedulerStats {
@@ -90,6 +108,7 @@ struct SchedulerStats {
   int64_t preemptions = 0;
   int64_t drafted_tokens = 0;     // proposed by sequences' drafts and verified
   int64_t accepted_tokens = 0;    // of them, accepted (emitted without a step of their own)
+  int64_t draft_model_tokens = 0; // rows the draft model decoded (catch-up and drafts)
 };
 
 class Scheduler {
@@ -134,6 +153,9 @@ class Scheduler {
   std::vector<Chunk> plan_batch();
   void plan_drafts(std::vector<Chunk>& decodes, int& budget);
   int draft_room(const Sequence& s, int budget) const;
+  int fit_drafts(const Sequence& s, int k);
+  void draft_with_model(std::vector<Chunk>& plan);
+  void release(Sequence& s);
   void add_rows(const Chunk& c);
   void preempt(Sequence& s);
   void finish(Sequence& s, FinishReason reason);
@@ -155,6 +177,7 @@ class Scheduler {
   std::vector<float> q_dense_;                       // verify_draft's scratch
   int max_rows_ = 1;                                 // rows of one sequence in a step, drafts included
   Batch batch_;
+  std::unique_ptr<BatchDraft> draft_;                // the draft model's side (null: none)
   SchedulerStats stats_;
   SchedulerLimits limits_;
 };

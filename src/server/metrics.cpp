@@ -75,7 +75,7 @@ std::string ServerMetrics::render(const EngineSnapshot& e) const {
   metric(out, "ember_prefix_cache_hit_rate", "gauge", "Share of prompt tokens found in the prefix cache",
          e.scheduler.prompt_tokens > 0 ? double(e.scheduler.cached_tokens) / double(e.scheduler.prompt_tokens) : 0.0);
   metric(out, "ember_preemptions_total", "counter", "Sequences preempted for lack of KV blocks", double(e.scheduler.preemptions));
-  metric(out, "ember_draft_tokens_total", "counter", "Speculatively drafted tokens verified (--draft-ngram)",
+  metric(out, "ember_draft_tokens_total", "counter", "Speculatively drafted tokens verified (--draft-ngram or --draft)",
          double(e.scheduler.drafted_tokens));
   metric(out, "ember_draft_accepted_tokens_total", "counter", "Drafted tokens accepted", double(e.scheduler.accepted_tokens));
   kv_gauges(out, e.kv);

@@ -24,7 +24,7 @@ namespace ember::server {
 struct EngineOptions {
   SchedulerOptions scheduler;
   int max_queue = 64;  // requests waiting for a sequence slot (beyond those running) before new ones get 503
-  SequenceDrafting draft;  // every request's speculative drafting (--draft-ngram, --draft-max)
+  SequenceDrafting draft;  // every request's speculative drafting (--draft-ngram or --draft, --draft-max)
 };
 
 class ServingEngine {

@@ -1,0 +1,252 @@
+// The scheduler with a draft model (SchedulerOptions::draft, SequenceDrafting::model):
+// greedy sequences give exactly their tokens alone (with chunked prefill, prefix hits,
+// preemption, a cancel from an event and one between steps), both block pools stay
+// consistent and every block comes back, seeded sampled runs are reproducible, and
+// requests that ask for a draft model the scheduler lacks are refused.
+// The target is tiny-llama and the draft the same model quantised to q4_0: its drafts are
+// mostly, not always, accepted, so rollbacks happen too.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+
+#include "engine/scheduler.h"
+#include "kv/kv_cache.h"
+#include "models/model_support.h"
+#include "quantize/quantize_file.h"
+#include "util/error.h"
+
+using namespace ember;
+using namespace ember::test;
+
+namespace {
+
+ContextOptions options(int n_seq, int kv_blocks = 0) {
+  ContextOptions o;
+  o.n_ctx = 256;
+  o.n_seq = n_seq;
+  o.kv_blocks = kv_blocks;
+  return quiet(o);
+}
+
+std::string q4_0_draft() {
+  const std::string path = (std::filesystem::temp_directory_path() / ("ember-draft-q4_0-" + std::to_string(getpid()) + ".gguf")).string();
+  ThreadPool pool(1);
+  quantize::quantize_file(tiny_model("llama"), path, quantize::parse_file_type("q4_0"), &pool);
+  return path;
+}
+
+struct Models {
+  std::unique_ptr<Model> target = Model::load(tiny_model("llama"), quiet_load());
+  std::string draft_path = q4_0_draft();
+  std::unique_ptr<Model> draft = Model::load(draft_path, quiet_load());
+  ~Models() { std::filesystem::remove(draft_path); }
+};
+const Models& models() {
+  static const Models m;
+  return m;
+}
+
+SequenceRequest request(std::vector<int32_t> prompt, int max_tokens, float temperature, uint64_t seed) {
+  SequenceRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = temperature;
+  r.sampling.seed = seed;
+  return r;
+}
+
+std::vector<int32_t> prompt_of(int n, int salt, const std::vector<int32_t>& prefix = {}) {
+  std::vector<int32_t> p = prefix;
+  for (int i = 0; i < n; ++i) p.push_back((i * 7 + salt * 13 + 3) % 50 + 1);
+  return p;
+}
+
+// Greedy decoding of the request alone: prefill, then one decode() per token.
+std::vector<int32_t> alone(const Model& model, const SequenceRequest& r) {
+  ThreadPool pool(1);
+  Context ctx(model, options(1), pool);
+  const std::vector<float> all = run_batch(ctx, r.prompt, 0, r.prompt.size());
+  std::vector<float> last(all.end() - ctx.n_vocab(), all.end());
+  SamplerChain chain(r.sampling, ctx.n_ctx());
+  std::vector<int32_t> out;
+  while (static_cast<int>(out.size()) < r.max_tokens) {
+    out.push_back(chain.sample(last));
+    last = run_batch(ctx, {out.back()}, 0, 1);
+  }
+  return out;
+}
+
+struct Outcome {
+  std::map<int, std::vector<int32_t>> tokens;
+  std::map<int, FinishReason> reasons;
+  SchedulerStats stats;
+};
+
+// Every block of both caches consistent after every step, and back at the end. Request
+// `cancel_in_event` is cancelled from on_token at its 7th token (as a stop string does),
+// `cancel_between` between steps once it has 5.
+Outcome run_all(std::vector<SequenceRequest> reqs, int n_par, int batch_tokens, int kv_blocks,
+                const SequenceDrafting& draft, int cancel_in_event = -1, int cancel_between = -1) {
+  ThreadPool pool(1);
+  Context ctx(*models().target, options(n_par, kv_blocks), pool);
+  Context dctx(*models().draft, options(n_par, kv_blocks), pool);
+  Outcome out;
+  Scheduler* self = nullptr;
+  Scheduler sched(ctx, SchedulerOptions{n_par, batch_tokens, &dctx},
+                  Scheduler::Events{[&](int id, int32_t t) {
+                                      out.tokens[id].push_back(t);
+                                      if (id == cancel_in_event && out.tokens[id].size() == 7) self->cancel(id);
+                                    },
+                                    [&](int id, FinishReason r) { out.reasons[id] = r; }});
+  self = &sched;
+  for (SequenceRequest& r : reqs) {
+    r.draft = draft;
+    sched.submit(r);
+  }
+  while (sched.step()) {
+    REQUIRE(ctx.kv_cache().audit() == "");
+    REQUIRE(dctx.kv_cache().audit() == "");
+    if (cancel_between >= 0 && out.tokens[cancel_between].size() >= 5) sched.cancel(std::exchange(cancel_between, -1));
+  }
+  out.stats = sched.stats();
+  for (const KVBlockStats& g : ctx.kv_cache().stats()) CHECK(g.used == 0);
+  for (const KVBlockStats& g : dctx.kv_cache().stats()) CHECK(g.used == 0);
+  return out;
+}
+
+bool is_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  return a.size() <= b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+}  // namespace
+
+TEST_CASE("draft model: a draft with a smaller vocabulary stops following at a token it lacks") {
+  auto small = Model::load(tiny_model("llama-f32"), quiet_load());  // 128 tokens, the target 256
+  REQUIRE(small->hparams().n_vocab < models().target->hparams().n_vocab);
+  ThreadPool pool(1);
+  Context ctx(*models().target, options(2), pool), dctx(*small, options(2), pool);
+  std::map<int, std::vector<int32_t>> got;
+  Scheduler sched(ctx, SchedulerOptions{2, 64, &dctx}, Scheduler::Events{[&](int id, int32_t t) { got[id].push_back(t); }});
+  std::vector<SequenceRequest> reqs = {request(prompt_of(30, 1), 30, 0.0f, 1), request(prompt_of(12, 2), 30, 0.0f, 2)};
+  reqs[1].prompt.push_back(200);  // beyond the draft's vocabulary
+  for (SequenceRequest& r : reqs) {
+    r.draft = SequenceDrafting{0, 4, true, true};
+    sched.submit(r);
+  }
+  sched.run();
+  for (int i = 0; i < 2; ++i) CHECK(got.at(i) == alone(*models().target, reqs[i]));
+  CHECK(sched.stats().drafted_tokens > 0);
+}
+
+TEST_CASE("draft model: greedy sequences give exactly their tokens alone; preemption and cancels") {
+  const std::vector<int32_t> system = prompt_of(70, 99);  // a shared start: prefix hits
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 8; ++i)
+    reqs.push_back(request(prompt_of(5 + 9 * i, i, i % 2 == 0 ? system : std::vector<int32_t>{}), 20 + 3 * (i % 4),
+                           0.0f, 1000 + i));
+  std::vector<std::vector<int32_t>> want;
+  for (const SequenceRequest& r : reqs) want.push_back(alone(*models().target, r));
+  struct Setup {
+    int n_par, batch_tokens, kv_blocks;
+  };
+  // everything at once; chunked prefill in a small budget; a pool so small it preempts
+  for (Setup s : {Setup{8, 512, 0}, Setup{4, 24, 0}, Setup{8, 64, 12}}) {
+    for (bool fixed : {false, true}) {
+      CAPTURE(s.n_par);
+      CAPTURE(s.batch_tokens);
+      CAPTURE(s.kv_blocks);
+      CAPTURE(fixed);
+      const Outcome got = run_all(reqs, s.n_par, s.batch_tokens, s.kv_blocks, SequenceDrafting{0, 6, fixed, true}, 5, 6);
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        CAPTURE(i);
+        const int id = static_cast<int>(i);
+        if (id == 5) {
+          CHECK(got.tokens.at(id) == std::vector<int32_t>(want[i].begin(), want[i].begin() + 7));
+        } else if (id == 6) {
+          CHECK(is_prefix(got.tokens.at(id), want[i]));
+          CHECK(got.tokens.at(id).size() < want[i].size());
+        } else {
+          CHECK(got.tokens.at(id) == want[i]);
+          CHECK(got.reasons.at(id) == FinishReason::Length);
+        }
+      }
+      CHECK(got.reasons.at(5) == FinishReason::Cancelled);
+      CHECK(got.reasons.at(6) == FinishReason::Cancelled);
+      CHECK(got.stats.accepted_tokens > 0);
+      CHECK(got.stats.draft_model_tokens > 0);
+      if (fixed) CHECK(got.stats.drafted_tokens > got.stats.accepted_tokens);  // rejections and rollbacks
+      if (s.kv_blocks) CHECK(got.stats.preemptions > 0);
+    }
+  }
+}
+
+TEST_CASE("draft model: randomized arrivals, cancellations and preemptions keep both pools consistent") {
+  ThreadPool pool(1);
+  Context ctx(*models().target, options(6, 14), pool);
+  Context dctx(*models().draft, options(6, 14), pool);
+  std::mt19937 rng(5);
+  std::map<int, int> finished;
+  std::vector<int> live;
+  Scheduler sched(ctx, SchedulerOptions{6, 40, &dctx},
+                  Scheduler::Events{nullptr, [&](int id, FinishReason) {
+                                      finished[id] += 1;
+                                      std::erase(live, id);
+                                    }});
+  const std::vector<int32_t> system = prompt_of(64, 7);
+  int submitted = 0;
+  for (int step = 0; step < 1500; ++step) {
+    if (rng() % 3 == 0) {
+      const int n = 1 + static_cast<int>(rng() % 90);
+      SequenceRequest r = request(prompt_of(n, static_cast<int>(rng() % 5), rng() % 2 ? system : std::vector<int32_t>{}),
+                                  1 + static_cast<int>(rng() % 30), (rng() % 2) ? 0.0f : 0.9f, rng());
+      if (submitted % 3 != 2) r.draft = SequenceDrafting{0, 1 + static_cast<int>(rng() % 8), rng() % 2 == 0, true};
+      live.push_back(sched.submit(std::move(r)));
+      ++submitted;
+    }
+    if (!live.empty() && rng() % 11 == 0) sched.cancel(live[rng() % live.size()]);
+    sched.step();
+    CAPTURE(step);
+    REQUIRE(ctx.kv_cache().audit() == "");
+    REQUIRE(dctx.kv_cache().audit() == "");
+  }
+  sched.run();
+  CHECK(static_cast<int>(finished.size()) == submitted);
+  for (const auto& [id, n] : finished) CHECK(n == 1);
+  const SchedulerStats& st = sched.stats();
+  CHECK(st.preemptions > 0);
+  CHECK(st.accepted_tokens > 0);
+  CHECK(st.drafted_tokens > st.accepted_tokens);
+  CHECK(ctx.kv_cache().stats().front().used == 0);
+  CHECK(dctx.kv_cache().stats().front().used == 0);
+}
+
+TEST_CASE("draft model: seeded sampled sequences are reproducible and draw their full length") {
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(request(prompt_of(20 + 7 * i, i), 25, 0.8f, 70 + i));
+  const SequenceDrafting draft{0, 4, true, true};
+  const Outcome a = run_all(reqs, 6, 512, 0, draft), b = run_all(reqs, 6, 512, 0, draft);
+  CHECK(a.tokens == b.tokens);
+  CHECK(a.stats.accepted_tokens > 0);
+  CHECK(a.stats.accepted_tokens == b.stats.accepted_tokens);
+  for (size_t i = 0; i < reqs.size(); ++i) CHECK(a.tokens.at(static_cast<int>(i)).size() == 25u);
+}
+
+TEST_CASE("draft model: a request for one the scheduler lacks, or with n-grams too, is refused") {
+  ThreadPool pool(1);
+  Context ctx(*models().target, options(2), pool);
+  Scheduler sched(ctx, SchedulerOptions{}, Scheduler::Events{});
+  SequenceRequest r = request(prompt_of(10, 1), 5, 0.0f, 1);
+  r.draft = SequenceDrafting{0, 4, false, true};
+  CHECK_THROWS_AS(sched.submit(r), Error);
+  Context dctx(*models().draft, options(2), pool);
+  Scheduler with(ctx, SchedulerOptions{0, 0, &dctx}, Scheduler::Events{});
+  CHECK_NOTHROW(with.submit(r));
+  r.draft.ngram = 3;
+  CHECK_THROWS_AS(with.submit(r), Error);
+  Context small(*models().draft, options(1), pool);
+  CHECK_THROWS_AS(Scheduler(ctx, SchedulerOptions{0, 0, &small}, Scheduler::Events{}), Error);
+}
