@@ -53,8 +53,25 @@ class Kernels {
   virtual void store_rows(const MatView& src, DType type, void* dst, size_t dst_row_bytes, const int32_t* rows,
                           Stream s) const = 0;
   // y = x w^T for a weight of any weight type; scratch holds matmul_scratch_bytes(w, x.rows).
+  // x is f32, or for quantised w a Q8_1 view of quantize_normed's output (scratch unused).
   virtual size_t matmul_scratch_bytes(const MatView& w, int64_t n_tokens) const = 0;
   virtual void matmul(const MatView& w, const MatView& x, F32Mat y, void* scratch, Stream s) const = 0;
+
+  // Fused ops (issue #19), each equal to the unfused sequence named.
+  // rope(k, head_dim, pos, p) then store_rows(k, type, dst, dst_row_bytes, rows), one launch.
+  virtual void rope_store_rows(F32Mat k, int head_dim, const int32_t* pos, const RopeParams& p, DType type, void* dst,
+                               size_t dst_row_bytes, const int32_t* rows, Stream s) const = 0;
+  // The q8_1 bytes matmul would quantise rms_norm(x, w, eps) to, without the f32 round trip:
+  // x.rows packed rows of x.cols / 32 blocks (quantize_normed_bytes), to pass to matmul and
+  // matmul_glu as x = MatView{DType::Q8_1, x.cols, x.rows, dtype_row_bytes(Q8_1, x.cols), xq}
+  // for quantised weights (float weights take rms_norm's f32 output instead).
+  virtual size_t quantize_normed_bytes(int64_t cols, int64_t n_tokens) const = 0;
+  virtual void quantize_normed(const MatView& x, const float* w, float eps, void* xq, Stream s) const = 0;
+  // out = act(x w_gate^T) * (x w_up^T) (matmul, matmul, glu) with x quantised once; x as for
+  // matmul; scratch holds matmul_glu_scratch_bytes(w_gate, x.rows).
+  virtual size_t matmul_glu_scratch_bytes(const MatView& w, int64_t n_tokens) const = 0;
+  virtual void matmul_glu(const MatView& w_gate, const MatView& w_up, bool gelu, const MatView& x, F32Mat out,
+                          void* scratch, Stream s) const = 0;
   // ops::attention over one sequence's paged cache (q_pos a device array of q.rows
   // positions); scratch holds attention_scratch_bytes(p, q.rows, kv.n_tokens).
   virtual size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t n_kv) const = 0;

@@ -104,6 +104,12 @@ __device__ __forceinline__ float ew_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
+// act(gate) * up, the one gated-unit formula (fused_glu.cuh's epilogue uses it too).
+__device__ __forceinline__ float ew_glu(bool gelu, float gate, float up) {
+  const float act = gelu ? ew_gelu_tanh(gate) : ew_silu(gate);
+  return act * up;
+}
+
 template <bool Gelu>
 struct EwGlu {  // out = act(gate) * up; no __restrict__: out may alias gate or up
   const float* gate;
@@ -113,9 +119,7 @@ struct EwGlu {  // out = act(gate) * up; no __restrict__: out may alias gate or 
   float* out;
   int64_t out_stride;
   __device__ void operator()(int64_t r, int64_t c) const {
-    const float g = gate[r * gate_stride + c];
-    const float act = Gelu ? ew_gelu_tanh(g) : ew_silu(g);
-    out[r * out_stride + c] = act * up[r * up_stride + c];
+    out[r * out_stride + c] = ew_glu(Gelu, gate[r * gate_stride + c], up[r * up_stride + c]);
   }
 };
 

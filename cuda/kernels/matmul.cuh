@@ -7,14 +7,16 @@
 // q8 blocks by __dp4a. The tokens' sums stay in registers, so a row is read once per pass of
 // up to 32 tokens: decode (1 token) and small batches cost about one read of the weights.
 // From 64 tokens on, quantised weights go through tensor-core tiles instead
-// (matmul_mma.cuh). Float weights (F32, F16, BF16) take the row kernel on f32 activations,
-// no scratch, at any token count.
+// (matmul_mma.cuh). x may also come already quantised (a Q8_1 view of packed rows, e.g.
+// from fused_norm_q8.cuh's quantize_normed), which skips the quantisation. Float weights
+// (F32, F16, BF16) take the row kernel on f32 activations, no scratch, at any token count.
 // Below 64 tokens a token's result is computed by the same operations in the same order
 // whatever the other tokens, so it is bitwise independent of the batch; the tiles use the
 // same exact integer sums and scales, summed in another order.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/ops.h"
 #include "cuda/kernel_api.h"
@@ -80,6 +82,21 @@ struct Q8Rows {
     for (int t = 0; t < NT; ++t)
       if (t < n_tok) acc[t] += q8_dot<T>(w, x[t * x_stride + unit]);
   }
+  // step on two rows against the same activations (fused_glu.cuh), each sum as step forms it.
+  template <int NT>
+  __device__ static void step2(const uint8_t* row_a, const uint8_t* row_b, int64_t unit, const Act* x,
+                               int64_t x_stride, int n_tok, float (&acc_a)[NT], float (&acc_b)[NT]) {
+    Q8Sub a, b;
+    Q8Unpack<T>::load(row_a, unit, a);
+    Q8Unpack<T>::load(row_b, unit, b);
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+      if (t < n_tok) {
+        const Act& xb = x[t * x_stride + unit];
+        acc_a[t] += q8_dot<T>(a, xb);
+        acc_b[t] += q8_dot<T>(b, xb);
+      }
+  }
 };
 
 template <DType T>
@@ -101,6 +118,18 @@ struct FloatRows {
     const float w = mm_float_element<T>(row, unit);
     for (int t = 0; t < NT; ++t)
       if (t < n_tok) acc[t] = fmaf(w, x[t * x_stride + unit], acc[t]);
+  }
+  template <int NT>
+  __device__ static void step2(const uint8_t* row_a, const uint8_t* row_b, int64_t unit, const Act* x,
+                               int64_t x_stride, int n_tok, float (&acc_a)[NT], float (&acc_b)[NT]) {
+    const float a = mm_float_element<T>(row_a, unit), b = mm_float_element<T>(row_b, unit);
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+      if (t < n_tok) {
+        const float xv = x[t * x_stride + unit];
+        acc_a[t] = fmaf(a, xv, acc_a[t]);
+        acc_b[t] = fmaf(b, xv, acc_b[t]);
+      }
   }
 };
 
@@ -136,16 +165,22 @@ void launch_matmul_rows(const MatView& w, const typename Src::Act* x, int64_t x_
                n_tokens, y.data, y.stride);
 }
 
-// Tokens per pass: the smallest power of two that covers n_tokens, at most 32.
+// f(std::integral_constant<int, NT>) for the tokens per pass: the smallest power of two
+// that covers n_tokens, at most 32.
+template <class F>
+void mm_with_tokens_per_pass(int64_t n_tokens, F&& f) {
+  if (n_tokens == 1) return f(std::integral_constant<int, 1>{});
+  if (n_tokens == 2) return f(std::integral_constant<int, 2>{});
+  if (n_tokens <= 4) return f(std::integral_constant<int, 4>{});
+  if (n_tokens <= 8) return f(std::integral_constant<int, 8>{});
+  if (n_tokens <= 16) return f(std::integral_constant<int, 16>{});
+  f(std::integral_constant<int, kMaxTokensPerPass>{});
+}
+
 template <class Src>
 void launch_matmul_rows_any(const MatView& w, const typename Src::Act* x, int64_t x_stride, int64_t n_tokens,
                             F32Mat y, Stream s) {
-  if (n_tokens == 1) return launch_matmul_rows<Src, 1>(w, x, x_stride, n_tokens, y, s);
-  if (n_tokens == 2) return launch_matmul_rows<Src, 2>(w, x, x_stride, n_tokens, y, s);
-  if (n_tokens <= 4) return launch_matmul_rows<Src, 4>(w, x, x_stride, n_tokens, y, s);
-  if (n_tokens <= 8) return launch_matmul_rows<Src, 8>(w, x, x_stride, n_tokens, y, s);
-  if (n_tokens <= 16) return launch_matmul_rows<Src, 16>(w, x, x_stride, n_tokens, y, s);
-  launch_matmul_rows<Src, kMaxTokensPerPass>(w, x, x_stride, n_tokens, y, s);
+  mm_with_tokens_per_pass(n_tokens, [&](auto nt) { launch_matmul_rows<Src, decltype(nt)::value>(w, x, x_stride, n_tokens, y, s); });
 }
 
 inline bool matmul_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
@@ -177,31 +212,48 @@ void launch_matmul_q8_typed(const MatView& w, const block_q8_1* xq, int64_t n_to
   launch_matmul_rows_any<Q8Rows<T>>(w, xq, w.cols / kQ8Block, n_tokens, y, s);
 }
 
-inline void launch_matmul_q8(const MatView& w, const block_q8_1* xq, int64_t n_tokens, F32Mat y, Stream s) {
-  switch (w.type) {
-    case DType::Q4_0: return launch_matmul_q8_typed<DType::Q4_0>(w, xq, n_tokens, y, s);
-    case DType::Q4_1: return launch_matmul_q8_typed<DType::Q4_1>(w, xq, n_tokens, y, s);
-    case DType::Q5_0: return launch_matmul_q8_typed<DType::Q5_0>(w, xq, n_tokens, y, s);
-    case DType::Q5_1: return launch_matmul_q8_typed<DType::Q5_1>(w, xq, n_tokens, y, s);
-    case DType::Q8_0: return launch_matmul_q8_typed<DType::Q8_0>(w, xq, n_tokens, y, s);
-    case DType::Q2_K: return launch_matmul_q8_typed<DType::Q2_K>(w, xq, n_tokens, y, s);
-    case DType::Q3_K: return launch_matmul_q8_typed<DType::Q3_K>(w, xq, n_tokens, y, s);
-    case DType::Q4_K: return launch_matmul_q8_typed<DType::Q4_K>(w, xq, n_tokens, y, s);
-    case DType::Q5_K: return launch_matmul_q8_typed<DType::Q5_K>(w, xq, n_tokens, y, s);
-    case DType::Q6_K: return launch_matmul_q8_typed<DType::Q6_K>(w, xq, n_tokens, y, s);
-    default: fail(ErrorKind::InvalidArgument, "cuda matmul: no q8 path for {}", dtype_name(w.type));
+template <DType T>
+using MmType = std::integral_constant<DType, T>;
+
+// f(MmType<type>) for a quantised weight type with a q8 path.
+template <class F>
+void mm_with_q8_type(DType type, F&& f) {
+  switch (type) {
+    case DType::Q4_0: return f(MmType<DType::Q4_0>{});
+    case DType::Q4_1: return f(MmType<DType::Q4_1>{});
+    case DType::Q5_0: return f(MmType<DType::Q5_0>{});
+    case DType::Q5_1: return f(MmType<DType::Q5_1>{});
+    case DType::Q8_0: return f(MmType<DType::Q8_0>{});
+    case DType::Q2_K: return f(MmType<DType::Q2_K>{});
+    case DType::Q3_K: return f(MmType<DType::Q3_K>{});
+    case DType::Q4_K: return f(MmType<DType::Q4_K>{});
+    case DType::Q5_K: return f(MmType<DType::Q5_K>{});
+    case DType::Q6_K: return f(MmType<DType::Q6_K>{});
+    default: fail(ErrorKind::InvalidArgument, "cuda matmul: no q8 path for {}", dtype_name(type));
   }
+}
+
+// f(MmType<type>) for a float weight type.
+template <class F>
+void mm_with_float_type(DType type, F&& f) {
+  switch (type) {
+    case DType::F32: return f(MmType<DType::F32>{});
+    case DType::F16: return f(MmType<DType::F16>{});
+    case DType::BF16: return f(MmType<DType::BF16>{});
+    default: fail(ErrorKind::InvalidArgument, "cuda matmul: {} is not a float type", dtype_name(type));
+  }
+}
+
+inline void launch_matmul_q8(const MatView& w, const block_q8_1* xq, int64_t n_tokens, F32Mat y, Stream s) {
+  mm_with_q8_type(w.type, [&](auto t) { launch_matmul_q8_typed<decltype(t)::value>(w, xq, n_tokens, y, s); });
 }
 
 inline void launch_matmul_float(const MatView& w, const MatView& x, F32Mat y, Stream s) {
   const float* xp = static_cast<const float*>(x.data);
   const int64_t xs = static_cast<int64_t>(x.row_stride / sizeof(float));
-  switch (w.type) {
-    case DType::F32: return launch_matmul_rows_any<FloatRows<DType::F32>>(w, xp, xs, x.rows, y, s);
-    case DType::F16: return launch_matmul_rows_any<FloatRows<DType::F16>>(w, xp, xs, x.rows, y, s);
-    case DType::BF16: return launch_matmul_rows_any<FloatRows<DType::BF16>>(w, xp, xs, x.rows, y, s);
-    default: fail(ErrorKind::InvalidArgument, "cuda matmul: {} is not a float type", dtype_name(w.type));
-  }
+  mm_with_float_type(w.type, [&](auto t) {
+    launch_matmul_rows_any<FloatRows<decltype(t)::value>>(w, xp, xs, x.rows, y, s);
+  });
 }
 
 inline void launch_quantize_q8_1(const MatView& x, block_q8_1* out, Stream s) {
@@ -218,7 +270,9 @@ inline void check_matmul_args(const MatView& w, const MatView& x, const F32Mat& 
   if (!matmul_float_type(w.type) && !matmul_q8_type(w.type))
     fail(ErrorKind::InvalidArgument, "cuda matmul: weight type {} is not supported", dtype_name(w.type));
   if (w.layout != WeightLayout::Rows) fail(ErrorKind::InvalidArgument, "cuda matmul: weights must be in the Rows layout");
-  if (x.type != DType::F32) fail(ErrorKind::InvalidArgument, "cuda matmul: activations must be F32, not {}", dtype_name(x.type));
+  if (x.type != DType::F32 && !(x.type == DType::Q8_1 && matmul_q8_type(w.type)))
+    fail(ErrorKind::InvalidArgument, "cuda matmul: activations must be F32 (or Q8_1 for quantised weights), not {}",
+         dtype_name(x.type));
   if (x.cols != w.cols || y.rows != x.rows || y.cols != w.rows)
     fail(ErrorKind::InvalidArgument, "cuda matmul: x {}x{} times W^T {}x{} does not give y {}x{}", x.rows, x.cols,
          w.cols, w.rows, y.rows, y.cols);
@@ -229,16 +283,20 @@ inline void check_matmul_args(const MatView& w, const MatView& x, const F32Mat& 
   if (w.row_stride < dtype_row_bytes(w.type, w.cols) || w.row_stride % elem_align != 0 ||
       reinterpret_cast<uintptr_t>(w.data) % elem_align != 0)
     fail(ErrorKind::InvalidArgument, "cuda matmul: weight rows {} bytes apart are too close or misaligned", w.row_stride);
-  if (x.row_stride < static_cast<size_t>(x.cols) * sizeof(float) || x.row_stride % sizeof(float) != 0 ||
-      reinterpret_cast<uintptr_t>(x.data) % sizeof(float) != 0)
-    fail(ErrorKind::InvalidArgument, "cuda matmul: activation rows {} bytes apart are too close or misaligned",
-         x.row_stride);
+  // f32 rows of aligned floats; q8_1 rows packed (the kernels index blocks token * n_sub + sub).
+  const bool rows_ok = x.type == DType::F32 ? x.row_stride >= static_cast<size_t>(x.cols) * sizeof(float) &&
+                                                  x.row_stride % sizeof(float) == 0
+                                            : x.row_stride == dtype_row_bytes(DType::Q8_1, x.cols);
+  if (!rows_ok || reinterpret_cast<uintptr_t>(x.data) % 4 != 0)
+    fail(ErrorKind::InvalidArgument, "cuda matmul: {} activation rows {} bytes apart are too close or misaligned",
+         dtype_name(x.type), x.row_stride);
   if (y.rows > 1 && y.stride < y.cols) fail(ErrorKind::InvalidArgument, "cuda matmul: output rows overlap");
   if (x.rows > 65535 * static_cast<int64_t>(kMaxTokensPerPass))
     fail(ErrorKind::InvalidArgument, "cuda matmul: {} tokens in one call are too many", x.rows);
 }
 
-// Scratch for the activations quantised to q8_1 (none for float weights).
+// Scratch for the activations quantised to q8_1 (none for float weights; unused when x is
+// already Q8_1).
 inline size_t matmul_scratch_bytes(const MatView& w, int64_t n_tokens) {
   if (matmul_float_type(w.type)) return 0;
   return static_cast<size_t>(n_tokens) * static_cast<size_t>(w.cols / kQ8Block) * sizeof(block_q8_1);
@@ -248,6 +306,7 @@ inline void launch_matmul(const MatView& w, const MatView& x, F32Mat y, void* sc
   check_matmul_args(w, x, y);
   if (x.rows == 0 || w.rows == 0) return;
   if (matmul_float_type(w.type)) return launch_matmul_float(w, x, y, s);
+  if (x.type == DType::Q8_1) return launch_matmul_q8(w, static_cast<const block_q8_1*>(x.data), x.rows, y, s);
   if (scratch == nullptr || reinterpret_cast<uintptr_t>(scratch) % 4 != 0)
     fail(ErrorKind::InvalidArgument, "cuda matmul: {} weights need a 4-byte aligned scratch of {} bytes",
          dtype_name(w.type), matmul_scratch_bytes(w, x.rows));

@@ -256,21 +256,13 @@ __device__ __forceinline__ float q8_dot(const Q8Sub& w, const block_q8_1& xb) {
 
 // Activations to q8_1: eight threads per 32-element block, four elements each; d = amax / 127
 // rounded to fp16 first (so the stored scale is the one the values were rounded with),
-// s = d * sum(q) in fp16. grid (ceil(n_blocks * 8 / blockDim.x), n_tokens), blockDim.x a
-// multiple of 32; out holds n_tokens * n_blocks blocks.
+// s = d * sum(q) in fp16.
 constexpr int kQ8ThreadsPerBlock = kQ8Block / 4;
 
-__global__ void quantize_q8_1_kernel(const float* __restrict__ x, int64_t x_stride, int64_t n_blocks,
-                                     block_q8_1* __restrict__ out) {
-  const int64_t t = blockIdx.y;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // 4 elements each
-  const int64_t n_quads = n_blocks * kQ8ThreadsPerBlock;
-  // Threads past the end join the shuffles with zeros (every lane of a warp takes part) and
-  // write nothing; a group of 8 is all in or all out.
-  const bool active = i < n_quads;
-  float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (active)
-    for (int k = 0; k < 4; ++k) v[k] = x[t * x_stride + 4 * i + k];
+// One thread's four elements v (elements 4 quad .. +3 of block b). Every lane of the warp
+// calls, in aligned groups of 8 that are all active or all not (an inactive group passes
+// zeros and writes nothing).
+__device__ __forceinline__ void q8_1_quantize_quad(const float (&v)[4], bool active, block_q8_1* b, int quad) {
   float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
   for (int o = kQ8ThreadsPerBlock / 2; o > 0; o >>= 1)
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o, kQ8ThreadsPerBlock));
@@ -284,12 +276,24 @@ __global__ void quantize_q8_1_kernel(const float* __restrict__ x, int64_t x_stri
   }
   for (int o = kQ8ThreadsPerBlock / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o, kQ8ThreadsPerBlock);
   if (!active) return;
-  block_q8_1& b = out[t * n_blocks + i / kQ8ThreadsPerBlock];
-  reinterpret_cast<int*>(b.qs)[i % kQ8ThreadsPerBlock] = packed;
-  if (i % kQ8ThreadsPerBlock == 0) {
-    b.d = __half_as_ushort(__float2half(d));
-    b.s = __half_as_ushort(__float2half(d * static_cast<float>(sum)));
+  reinterpret_cast<int*>(b->qs)[quad] = packed;
+  if (quad == 0) {
+    b->d = __half_as_ushort(__float2half(d));
+    b->s = __half_as_ushort(__float2half(d * static_cast<float>(sum)));
   }
+}
+
+// grid (ceil(n_blocks * 8 / blockDim.x), n_tokens), blockDim.x a multiple of 32; out holds
+// n_tokens * n_blocks blocks.
+__global__ void quantize_q8_1_kernel(const float* __restrict__ x, int64_t x_stride, int64_t n_blocks,
+                                     block_q8_1* __restrict__ out) {
+  const int64_t t = blockIdx.y;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;  // 4 elements each
+  const bool active = i < n_blocks * kQ8ThreadsPerBlock;
+  float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (active)
+    for (int k = 0; k < 4; ++k) v[k] = x[t * x_stride + 4 * i + k];
+  q8_1_quantize_quad(v, active, out + t * n_blocks + i / kQ8ThreadsPerBlock, static_cast<int>(i % kQ8ThreadsPerBlock));
 }
 
 }  // namespace

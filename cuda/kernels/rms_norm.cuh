@@ -45,13 +45,17 @@ __device__ __forceinline__ float rms_sum_sq(const float* xr, int64_t dim, int fi
   return sum_sq;
 }
 
-// y = x * inv_rms * (w, 1 + w or 1) on the same elements.
+// Element i of the normalised row: x * inv_rms * (w, 1 + w or 1).
+__device__ __forceinline__ float rms_normed(const float* xr, const float* w, int64_t i, float inv_rms,
+                                            bool one_plus_w) {
+  const float g = w == nullptr ? 1.0f : one_plus_w ? 1.0f + w[i] : w[i];
+  return xr[i] * inv_rms * g;
+}
+
+// y = rms_normed(x) on the same elements.
 __device__ __forceinline__ void rms_scale(const float* xr, const float* w, float* yr, int64_t dim, float inv_rms,
                                           bool one_plus_w, int first, int step) {
-  for (int64_t i = first; i < dim; i += step) {
-    const float g = w == nullptr ? 1.0f : one_plus_w ? 1.0f + w[i] : w[i];
-    yr[i] = xr[i] * inv_rms * g;
-  }
+  for (int64_t i = first; i < dim; i += step) yr[i] = rms_normed(xr, w, i, inv_rms, one_plus_w);
 }
 
 __device__ __forceinline__ float rms_inv(float sum_sq, int64_t dim, float eps) {

@@ -32,13 +32,11 @@ __device__ __forceinline__ void rope_sincospi(double x, double* s, double* c) {
 #endif
 }
 
-// Dynamic shared memory: n_rot floats, cos of pair i at [i], sin at [n_rot / 2 + i].
-__global__ void rope_kernel(float* x, int64_t stride, int n_heads, int head_dim, const int32_t* __restrict__ pos,
-                            int n_rot, bool neox, float freq_base, float freq_scale) {
-  EMBER_DYNAMIC_SHARED(float, cos_sin);
+// Fills cos_sin (n_rot floats: cos of pair i at [i], sin at [n_rot / 2 + i]) for position
+// `at`, the block's threads striding the pairs; the caller syncs before reading it.
+__device__ __forceinline__ void rope_fill_cos_sin(float* cos_sin, int32_t at, int n_rot, float freq_base,
+                                                  float freq_scale) {
   const int half = n_rot / 2;
-  const int64_t row = blockIdx.x;
-  const int32_t at = pos[row];
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
     const double theta = static_cast<double>(at) * freq_scale * pow(static_cast<double>(freq_base), -2.0 * i / n_rot);
     double s, c;
@@ -46,8 +44,13 @@ __global__ void rope_kernel(float* x, int64_t stride, int n_heads, int head_dim,
     cos_sin[i] = static_cast<float>(c);
     cos_sin[half + i] = static_cast<float>(s);
   }
-  __syncthreads();
-  float* xr = x + row * stride;
+}
+
+// Rotates every head of row xr in place from the table, the block's threads striding the
+// pairs; each pair is read and written by one thread.
+__device__ __forceinline__ void rope_rotate_row(float* xr, int n_heads, int head_dim, int n_rot, bool neox,
+                                                const float* cos_sin) {
+  const int half = n_rot / 2;
   for (int j = threadIdx.x; j < n_heads * half; j += blockDim.x) {
     const int h = j / half;
     const int i = j - h * half;
@@ -61,28 +64,50 @@ __global__ void rope_kernel(float* x, int64_t stride, int n_heads, int head_dim,
   }
 }
 
+// Dynamic shared memory: the n_rot floats of rope_fill_cos_sin.
+__global__ void rope_kernel(float* x, int64_t stride, int n_heads, int head_dim, const int32_t* __restrict__ pos,
+                            int n_rot, bool neox, float freq_base, float freq_scale) {
+  EMBER_DYNAMIC_SHARED(float, cos_sin);
+  const int64_t row = blockIdx.x;
+  rope_fill_cos_sin(cos_sin, pos[row], n_rot, freq_base, freq_scale);
+  __syncthreads();
+  rope_rotate_row(x + row * stride, n_heads, head_dim, n_rot, neox, cos_sin);
+}
+
+// Threads of a rope block: a warp multiple covering the row's pairs, at most kRopeMaxThreads.
+inline int rope_threads(int64_t pairs) {
+  const int64_t warps = (pairs + kWarp - 1) / kWarp;
+  return static_cast<int>(warps * kWarp < kRopeMaxThreads ? warps * kWarp : kRopeMaxThreads);
+}
+
 }  // namespace
+
+// launch_rope's argument checks; returns the number of heads per row.
+inline int64_t check_rope_args(const F32Mat& x, int head_dim, const int32_t* pos, const RopeParams& p,
+                               const char* op) {
+  launch_check::f32_mat(x, op, "x");
+  launch_check::grid_rows(x.rows, op);
+  if (head_dim <= 0 || x.cols % head_dim != 0)
+    fail(ErrorKind::InvalidArgument, "cuda {}: row of {} is not a whole number of heads of {}", op, x.cols, head_dim);
+  if (p.n_rot < 0 || p.n_rot > head_dim || p.n_rot % 2 != 0)
+    fail(ErrorKind::InvalidArgument, "cuda {}: n_rot {} must be even and within head_dim {}", op, p.n_rot, head_dim);
+  if (!(p.freq_base > 0.0f)) fail(ErrorKind::InvalidArgument, "cuda {}: freq_base {} must be positive", op, p.freq_base);
+  if (x.rows > 0 && pos == nullptr) fail(ErrorKind::InvalidArgument, "cuda {}: positions missing", op);
+  const int64_t n_heads = x.cols / head_dim;
+  if (n_heads * (p.n_rot / 2) > INT_MAX)
+    fail(ErrorKind::InvalidArgument, "cuda {}: {} pairs per row exceed int", op, n_heads * (p.n_rot / 2));
+  return n_heads;
+}
 
 // ops::rope on the device: row t of x (n_heads * head_dim) rotated for position pos[t]
 // (a device array of x.rows positions, negative allowed); dims n_rot.. of each head pass through.
 inline void launch_rope(F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p, Stream s) {
-  launch_check::f32_mat(x, "rope", "x");
-  launch_check::grid_rows(x.rows, "rope");
-  if (head_dim <= 0 || x.cols % head_dim != 0)
-    fail(ErrorKind::InvalidArgument, "cuda rope: row of {} is not a whole number of heads of {}", x.cols, head_dim);
-  if (p.n_rot < 0 || p.n_rot > head_dim || p.n_rot % 2 != 0)
-    fail(ErrorKind::InvalidArgument, "cuda rope: n_rot {} must be even and within head_dim {}", p.n_rot, head_dim);
-  if (!(p.freq_base > 0.0f)) fail(ErrorKind::InvalidArgument, "cuda rope: freq_base {} must be positive", p.freq_base);
-  if (x.rows > 0 && pos == nullptr) fail(ErrorKind::InvalidArgument, "cuda rope: positions missing");
-  const int64_t n_heads = x.cols / head_dim;
+  const int64_t n_heads = check_rope_args(x, head_dim, pos, p, "rope");
   const int64_t pairs = n_heads * (p.n_rot / 2);
   if (x.rows == 0 || pairs == 0) return;
-  if (pairs > INT_MAX) fail(ErrorKind::InvalidArgument, "cuda rope: {} pairs per row exceed int", pairs);
-  const int64_t warps = (pairs + kWarp - 1) / kWarp;
-  const int threads = static_cast<int>(warps * kWarp < kRopeMaxThreads ? warps * kWarp : kRopeMaxThreads);
-  EMBER_LAUNCH(rope_kernel, static_cast<unsigned>(x.rows), threads, static_cast<size_t>(p.n_rot) * sizeof(float), s,
-               x.data, x.stride, static_cast<int>(n_heads), head_dim, pos, p.n_rot, p.neox, p.freq_base,
-               p.freq_scale);
+  EMBER_LAUNCH(rope_kernel, static_cast<unsigned>(x.rows), rope_threads(pairs),
+               static_cast<size_t>(p.n_rot) * sizeof(float), s, x.data, x.stride, static_cast<int>(n_heads), head_dim,
+               pos, p.n_rot, p.neox, p.freq_base, p.freq_scale);
 }
 
 }  // namespace ember::cuda

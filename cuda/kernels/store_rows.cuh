@@ -71,16 +71,9 @@ __device__ __forceinline__ void store_q4_0_lane(float x, int lane, uint8_t* bloc
   if (lane == 0) store_scale_bytes(block, d);
 }
 
-// A negative destination row is skipped (the launcher cannot read device ids to reject it).
-__global__ void __launch_bounds__(kStoreRowsThreads)
-    store_rows_kernel(DType type, const uint8_t* __restrict__ src, size_t src_stride, int64_t cols,
-                      uint8_t* __restrict__ dst, size_t dst_row_bytes, const int32_t* __restrict__ rows) {
-  const int64_t r = blockIdx.x;
-  const int64_t c = static_cast<int64_t>(blockIdx.y) * kStoreRowsThreads + threadIdx.x;
-  const int32_t dst_row = rows[r];
-  if (c >= cols || dst_row < 0) return;  // whole warps for the quant types (cols % 32 == 0)
-  const float x = reinterpret_cast<const float*>(src + r * src_stride)[c];
-  uint8_t* d = dst + static_cast<int64_t>(dst_row) * dst_row_bytes;
+// Element c of a row, value x, written in `type` to the row at d. For the quant types the
+// calling warp's 32 lanes hold the 32 elements of one block, all of them calling.
+__device__ __forceinline__ void store_rows_element(DType type, float x, int64_t c, uint8_t* d) {
   const int lane = static_cast<int>(c % 32);
   switch (type) {
     case DType::F32: reinterpret_cast<float*>(d)[c] = x; break;
@@ -91,33 +84,51 @@ __global__ void __launch_bounds__(kStoreRowsThreads)
   }
 }
 
+// A negative destination row is skipped (the launcher cannot read device ids to reject it).
+__global__ void __launch_bounds__(kStoreRowsThreads)
+    store_rows_kernel(DType type, const uint8_t* __restrict__ src, size_t src_stride, int64_t cols,
+                      uint8_t* __restrict__ dst, size_t dst_row_bytes, const int32_t* __restrict__ rows) {
+  const int64_t r = blockIdx.x;
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * kStoreRowsThreads + threadIdx.x;
+  const int32_t dst_row = rows[r];
+  if (c >= cols || dst_row < 0) return;  // whole warps for the quant types (cols % 32 == 0)
+  const float x = reinterpret_cast<const float*>(src + r * src_stride)[c];
+  store_rows_element(type, x, c, dst + static_cast<int64_t>(dst_row) * dst_row_bytes);
+}
+
 }  // namespace
+
+// launch_store_rows' checks of everything but the pointers (an empty call may pass none).
+inline void check_store_rows_args(const MatView& src, DType type, const void* dst, size_t dst_row_bytes,
+                                  const char* op) {
+  if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
+    fail(ErrorKind::InvalidArgument, "cuda {}: KV cache type {} is not one of f32, f16, q8_0, q4_0", op,
+         dtype_name(type));
+  if (src.type != DType::F32 || src.layout != WeightLayout::Rows)
+    fail(ErrorKind::InvalidArgument, "cuda {}: the source must be f32 rows, not {}", op, dtype_name(src.type));
+  const int block = dtype_size(type).block_size;
+  if (src.cols < 0 || src.rows < 0 || src.rows > INT32_MAX || src.cols % block != 0)
+    fail(ErrorKind::InvalidArgument, "cuda {}: {} rows of {} elements are not whole {} blocks of {}", op, src.rows,
+         src.cols, dtype_name(type), block);
+  if (src.row_stride < static_cast<size_t>(src.cols) * sizeof(float) || src.row_stride % sizeof(float) != 0 ||
+      reinterpret_cast<uintptr_t>(src.data) % sizeof(float) != 0)
+    fail(ErrorKind::InvalidArgument, "cuda {}: source stride {} bytes does not hold aligned rows of {} floats", op,
+         src.row_stride, src.cols);
+  if (dst_row_bytes < dtype_row_bytes(type, src.cols))
+    fail(ErrorKind::InvalidArgument, "cuda {}: destination rows of {} bytes cannot hold {} {} elements", op,
+         dst_row_bytes, src.cols, dtype_name(type));
+  // F32/F16 are stored as whole values; the quant blocks byte by byte.
+  const size_t align = type == DType::F32 ? 4 : type == DType::F16 ? 2 : 1;
+  if (reinterpret_cast<uintptr_t>(dst) % align != 0 || dst_row_bytes % align != 0)
+    fail(ErrorKind::InvalidArgument, "cuda {}: {} destination rows must be {}-byte aligned", op, dtype_name(type),
+         align);
+}
 
 // Row r of src (f32) written as `type` (F32, F16, Q8_0, Q4_0) to dst + rows[r] * dst_row_bytes,
 // for r < src.rows; rows is a device array.
 inline void launch_store_rows(const MatView& src, DType type, void* dst, size_t dst_row_bytes, const int32_t* rows,
                               Stream s) {
-  if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
-    fail(ErrorKind::InvalidArgument, "cuda store_rows: KV cache type {} is not one of f32, f16, q8_0, q4_0",
-         dtype_name(type));
-  if (src.type != DType::F32 || src.layout != WeightLayout::Rows)
-    fail(ErrorKind::InvalidArgument, "cuda store_rows: the source must be f32 rows, not {}", dtype_name(src.type));
-  const int block = dtype_size(type).block_size;
-  if (src.cols < 0 || src.rows < 0 || src.rows > INT32_MAX || src.cols % block != 0)
-    fail(ErrorKind::InvalidArgument, "cuda store_rows: {} rows of {} elements are not whole {} blocks of {}", src.rows,
-         src.cols, dtype_name(type), block);
-  if (src.row_stride < static_cast<size_t>(src.cols) * sizeof(float) || src.row_stride % sizeof(float) != 0 ||
-      reinterpret_cast<uintptr_t>(src.data) % sizeof(float) != 0)
-    fail(ErrorKind::InvalidArgument, "cuda store_rows: source stride {} bytes does not hold aligned rows of {} floats",
-         src.row_stride, src.cols);
-  if (dst_row_bytes < dtype_row_bytes(type, src.cols))
-    fail(ErrorKind::InvalidArgument, "cuda store_rows: destination rows of {} bytes cannot hold {} {} elements",
-         dst_row_bytes, src.cols, dtype_name(type));
-  // F32/F16 are stored as whole values; the quant blocks byte by byte.
-  const size_t align = type == DType::F32 ? 4 : type == DType::F16 ? 2 : 1;
-  if (reinterpret_cast<uintptr_t>(dst) % align != 0 || dst_row_bytes % align != 0)
-    fail(ErrorKind::InvalidArgument, "cuda store_rows: {} destination rows must be {}-byte aligned",
-         dtype_name(type), align);
+  check_store_rows_args(src, type, dst, dst_row_bytes, "store_rows");
   const int64_t chunks = (src.cols + kStoreRowsThreads - 1) / kStoreRowsThreads;
   if (chunks > 65535) fail(ErrorKind::InvalidArgument, "cuda store_rows: rows of {} elements are too long", src.cols);
   if (src.rows == 0 || src.cols == 0) return;
