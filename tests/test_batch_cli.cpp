@@ -1,9 +1,10 @@
 // `ember batch` end to end on the real aidreams260K checkpoint: results in input order, each
 // request's text exactly what `ember run` gives it alone (greedy and seeded, at -np 4 with
-// chunked prefill; greedy with --draft-ngram too), stop strings, OpenAI field errors naming
+// chunked prefill; greedy with --draft-ngram and --draft MODEL too), stop strings, OpenAI field errors naming
 // the line, exit code 2.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -94,9 +95,39 @@ TEST_CASE("batch --draft-ngram gives greedy requests exactly what run gives them
   CHECK(accepted > 0);
   CHECK(accepted <= drafted);
 
-  const ProcessResult bad = run_ember({"batch", "-m", aidreams_gguf(), "-f", path, "--draft", aidreams_gguf()});
-  CHECK(bad.exit_code != 0);
-  CHECK(bad.err.find("a draft model is not supported with continuous batching") != std::string::npos);
+  const ProcessResult bad =
+      run_ember({"batch", "-m", aidreams_gguf(), "-f", path, "--draft", aidreams_gguf(), "--draft-ngram", "3"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("give either --draft FILE or --draft-ngram N, not both") != std::string::npos);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+}
+
+// The checkpoint drafts for itself (every greedy draft accepted, sampled ones mostly): the
+// text stays what run gives alone, greedy and seeded, with preemption in a small pool.
+TEST_CASE("batch --draft MODEL gives every request what run gives it alone, drafts accepted") {
+  TempDir dir("batch-draft-model");
+  const std::string prompts[] = {"Once upon a time", "The cat sat on the mat.", "One day, Lily went to the park.", "A",
+                                 "She said", "Tom had a red ball"};
+  std::string jsonl;
+  for (int i = 0; i < 6; ++i)
+    jsonl += "{\"prompt\": " + json::quote(prompts[i]) + ", \"max_tokens\": " + std::to_string(30 + 5 * i) +
+             ", \"temperature\": 0}\n";
+  const std::string path = write_file(dir, "requests.jsonl", jsonl);
+  const ProcessResult r = run_ember({"batch", "-t", "1", "-m", aidreams_gguf(), "-f", path, "-np", "6", "--batch-tokens",
+                                     "16", "--kv-size", "256", "--draft", aidreams_gguf(), "--draft-max", "4"});
+  REQUIRE(r.exit_code == 0);
+  const std::vector<json::Value> lines = result_lines(r.out);
+  REQUIRE(lines.size() == 6);
+  for (int i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(lines[i].at("text").as_string() == run_alone(prompts[i], 30 + 5 * i, {"--temp", "0"}));
+  }
+  const size_t at = r.err.find("drafts: ");
+  REQUIRE(at != std::string::npos);
+  long drafted = 0, accepted = 0;
+  REQUIRE(std::sscanf(r.err.c_str() + at, "drafts: %ld drafted, %ld accepted", &drafted, &accepted) == 2);
+  CHECK(accepted > 0);
+  CHECK(accepted == drafted);  // the model itself: every greedy draft is its own argmax
 }
 
 TEST_CASE("batch stop strings end a text before them") {

@@ -1,6 +1,7 @@
 // `ember serve` end to end on the aidreams260K checkpoint: streamed and whole answers agree,
 // parallel clients each get what `ember run` gives them alone, stop strings, log-probabilities,
-// /metrics, and a client that hangs up mid-stream gives its sequence and blocks back.
+// /metrics, a client that hangs up mid-stream gives its sequence and blocks back, and
+// --draft MODEL keeps every answer while /metrics counts its drafts.
 #include <doctest/doctest.h>
 
 #include "serve_test_util.h"
@@ -179,4 +180,22 @@ TEST_CASE("/metrics parses, counts tokens, and a client that hangs up frees its 
   const std::regex sample(R"(^[a-z_]+(\{[a-z_]+="[^"]*"\})? [-+0-9.eInf]+$)");
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] != '#') CHECK_MESSAGE(std::regex_match(line, sample), line);
+}
+
+TEST_CASE("serve --draft MODEL: parallel greedy clients get what run gives alone, drafts counted") {
+  ServerProcess server({"-t", "1", "-m", aidreams_gguf(), "-np", "3", "-c", "256", "--draft", aidreams_gguf()});
+  const std::string prompts[] = {"Once upon a time", "The cat", "Lily"};
+  std::vector<std::string> got(3);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i)
+    clients.emplace_back([&, i] {
+      const httplib::Result r = post(server, "/v1/completions", completion_body(prompts[i], 20 + 5 * i, ", \"temperature\": 0"));
+      if (r && r->status == 200) got[i] = json::parse(r->body, "response").at("choices").as_array()[0].at("text").as_string();
+    });
+  for (auto& c : clients) c.join();
+  for (int i = 0; i < 3; ++i) CHECK(got[i] == run_alone(prompts[i], 20 + 5 * i, {"--temp", "0"}));
+  const httplib::Result m = server.client().Get("/metrics");
+  REQUIRE(m);
+  CHECK(metric(m->body, "ember_draft_accepted_tokens_total") > 0);
+  CHECK(metric(m->body, "ember_draft_tokens_total") >= metric(m->body, "ember_draft_accepted_tokens_total"));
 }
