@@ -34,22 +34,26 @@ ContextOptions options(int n_seq, int kv_blocks = 0) {
   return quiet(o);
 }
 
-std::string q4_0_draft() {
-  const std::string path = (std::filesystem::temp_directory_path() / ("ember-draft-q4_0-" + std::to_string(getpid()) + ".gguf")).string();
-  ThreadPool pool(1);
-  quantize::quantize_file(tiny_model("llama"), path, quantize::parse_file_type("q4_0"), &pool);
-  return path;
-}
-
+// The tiny model of `arch` as target and the one of `draft_arch` (the same 256-token
+// vocabulary), quantised to q4_0 in a temporary file, as draft.
 struct Models {
-  std::unique_ptr<Model> target = Model::load(tiny_model("llama"), quiet_load());
-  std::string draft_path = q4_0_draft();
-  std::unique_ptr<Model> draft = Model::load(draft_path, quiet_load());
+  Models(const std::string& arch, const std::string& draft_arch)
+      : target(Model::load(tiny_model(arch), quiet_load())),
+        draft_path((std::filesystem::temp_directory_path() /
+                    ("ember-draft-" + draft_arch + "-" + std::to_string(getpid()) + ".gguf")).string()) {
+    ThreadPool pool(1);
+    quantize::quantize_file(tiny_model(draft_arch), draft_path, quantize::parse_file_type("q4_0"), &pool);
+    draft = Model::load(draft_path, quiet_load());
+  }
   ~Models() { std::filesystem::remove(draft_path); }
+  std::unique_ptr<Model> target;
+  std::string draft_path;
+  std::unique_ptr<Model> draft;
 };
-const Models& models() {
-  static const Models m;
-  return m;
+const Models& models(const std::string& draft_arch = "llama") {
+  static std::map<std::string, std::unique_ptr<Models>> m;
+  if (!m.count(draft_arch)) m[draft_arch] = std::make_unique<Models>("llama", draft_arch);
+  return *m[draft_arch];
 }
 
 SequenceRequest request(std::vector<int32_t> prompt, int max_tokens, float temperature, uint64_t seed) {
@@ -92,10 +96,11 @@ struct Outcome {
 // `cancel_in_event` is cancelled from on_token at its 7th token (as a stop string does),
 // `cancel_between` between steps once it has 5.
 Outcome run_all(std::vector<SequenceRequest> reqs, int n_par, int batch_tokens, int kv_blocks,
-                const SequenceDrafting& draft, int cancel_in_event = -1, int cancel_between = -1) {
+                const SequenceDrafting& draft, int cancel_in_event = -1, int cancel_between = -1,
+                const std::string& draft_arch = "llama") {
   ThreadPool pool(1);
-  Context ctx(*models().target, options(n_par, kv_blocks), pool);
-  Context dctx(*models().draft, options(n_par, kv_blocks), pool);
+  Context ctx(*models(draft_arch).target, options(n_par, kv_blocks), pool);
+  Context dctx(*models(draft_arch).draft, options(n_par, kv_blocks), pool);
   Outcome out;
   Scheduler* self = nullptr;
   Scheduler sched(ctx, SchedulerOptions{n_par, batch_tokens, &dctx},
@@ -184,6 +189,17 @@ TEST_CASE("draft model: greedy sequences give exactly their tokens alone; preemp
       if (s.kv_blocks) CHECK(got.stats.preemptions > 0);
     }
   }
+}
+
+TEST_CASE("draft model: a gemma3 draft (sliding window) rolls back its rejected drafts") {
+  // Another model than the target: most drafts are rejected, so the draft's cache rolls
+  // back past its 24-token window's edge again and again, in a pool small enough to preempt.
+  std::vector<SequenceRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(request(prompt_of(20 + 23 * i, i), 40, 0.0f, 1));
+  const Outcome got = run_all(reqs, 6, 32, 14, SequenceDrafting{0, 6, true, true}, -1, -1, "gemma3");
+  for (size_t i = 0; i < reqs.size(); ++i) CHECK(got.tokens.at(static_cast<int>(i)) == alone(*models().target, reqs[i]));
+  CHECK(got.stats.drafted_tokens > 100);  // 1257, none accepted
+  CHECK(got.stats.preemptions > 0);
 }
 
 TEST_CASE("draft model: randomized arrivals, cancellations and preemptions keep both pools consistent") {
