@@ -92,6 +92,7 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
   summary.steps = st.steps;
   summary.drafted_tokens = st.drafted_tokens;
   summary.accepted_tokens = st.accepted_tokens;
+  summary.draft_model_tokens = st.draft_model_tokens;
   for (const BatchResult& r : results) {
     summary.generated_tokens += r.completion_tokens;
     if (r.completion_tokens > 0) summary.ttft_ms.push_back(r.ttft_ms);
@@ -112,10 +113,11 @@ std::string format_batch_summary(const BatchSummary& s) {
   auto pcts = [](const std::vector<double>& v) {
     return fmt::format("p50 {:.1f}  p90 {:.1f}  p99 {:.1f} ms", percentile(v, 0.5), percentile(v, 0.9), percentile(v, 0.99));
   };
-  const std::string drafts =
+  std::string drafts =
       s.drafted_tokens > 0 ? fmt::format("\ndrafts: {} drafted, {} accepted ({:.1f}%)", s.drafted_tokens, s.accepted_tokens,
                                          100.0 * static_cast<double>(s.accepted_tokens) / static_cast<double>(s.drafted_tokens))
                            : std::string();
+  if (s.draft_model_tokens > 0) drafts += fmt::format(", {} rows through the draft model", s.draft_model_tokens);
   return fmt::format(
       "batch: {} requests in {:.2f} s: {:.2f} requests/s, {:.1f} generated tokens/s ({} generated, {} prompt tokens, "
       "{} from the prefix cache), {} steps, {} preemptions{}\n"

@@ -31,6 +31,7 @@ struct BatchSummary {
   int requests = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0, cached_tokens = 0, preemptions = 0, steps = 0;
   int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative drafting (0 when off)
+  int64_t draft_model_tokens = 0;                    // rows the draft model decoded (--draft)
   std::vector<double> ttft_ms, itl_ms;  // of every request / every token gap, sorted
 };
 
