@@ -94,6 +94,8 @@ class CudaBackend final : public Backend {
   size_t memory_available() const override { return rt_.free_memory(); }
   std::unique_ptr<BackendBuffer> allocate(size_t bytes) override { return std::make_unique<DeviceMemory>(rt_, bytes); }
   void copy(void* dst, const void* src, size_t bytes) override { rt_.copy(dst, src, bytes); }
+  void write(void* dst, const void* host, size_t bytes) override { rt_.upload(dst, host, bytes); }
+  void read(void* host, const void* src, size_t bytes) override { rt_.download(host, src, bytes); }
   // Workspaces grow on first use to what the shapes need (a few MiB at most).
   size_t scratch_bytes(int, int) const override { return 0; }
 

@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -19,21 +20,19 @@ const char* device_kind_name(DeviceKind kind) {
   return "?";
 }
 
-DeviceKind choose_device(int gpu_layers, int n_layer) {
-  if (gpu_layers == 0) return DeviceKind::Cpu;
+Placement choose_placement(int gpu_layers, int n_layer) {
+  Placement p{DeviceKind::Cpu, n_layer, n_layer};
+  if (gpu_layers == 0) return p;
   const char* on_cpu = std::getenv("EMBER_CUDA_ON_CPU");
   const bool emulated = on_cpu && std::strcmp(on_cpu, "1") == 0;
   const bool have_device = emulated || cuda::device_count() > 0;
-  if (gpu_layers < 0) return !have_device ? DeviceKind::Cpu : emulated ? DeviceKind::CudaOnCpu : DeviceKind::Cuda;
+  if (gpu_layers < 0 && !have_device) return p;
   if (!have_device)
     fail(ErrorKind::Unsupported, "-ngl {}: no CUDA device ({}); use -ngl 0 for the CPU", gpu_layers,
          cuda::built() ? "none found" : "ember was built without CUDA");
-  if (gpu_layers < n_layer)
-    fail(ErrorKind::InvalidArgument,
-         "-ngl {}: partial offload is not supported yet; the model has {} layers (-ngl {} or more puts all on the "
-         "GPU, -ngl 0 none)",
-         gpu_layers, n_layer, n_layer);
-  return emulated ? DeviceKind::CudaOnCpu : DeviceKind::Cuda;
+  p.device = emulated ? DeviceKind::CudaOnCpu : DeviceKind::Cuda;
+  p.first_device_layer = gpu_layers < 0 ? 0 : std::max(0, n_layer - gpu_layers);
+  return p;
 }
 
 std::unique_ptr<WeightStore> make_weight_store(DeviceKind kind, bool repack) {

@@ -76,6 +76,8 @@ class Backend {
   // --- memory ---
   virtual std::unique_ptr<BackendBuffer> allocate(size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // both in this backend's memory
+  virtual void write(void* dst, const void* host, size_t bytes) = 0;  // host memory into this backend's
+  virtual void read(void* host, const void* src, size_t bytes) = 0;   // back, after the work before it
   // Scratch for steps of up to n_ubatch tokens against caches of up to n_ctx tokens, beyond
   // the activations Step plans (matmul and attention workspaces).
   virtual size_t scratch_bytes(int n_ubatch, int n_ctx) const = 0;
@@ -107,12 +109,23 @@ class Backend {
                            int64_t n, int head_dim, int32_t delta, const RopeParams& p) = 0;
 };
 
-// Where a model of n_layer layers runs for `-ngl gpu_layers` (llama.cpp's flag): 0 the CPU;
-// -1 (flag absent) every layer on the CUDA device when there is one, else the CPU; n >=
-// n_layer every layer on the device. A CUDA device is device 0, or the CPU execution of
-// the kernels when the environment sets EMBER_CUDA_ON_CPU=1. Throws InvalidArgument for a
-// partial offload and Unsupported for n > 0 without a device, naming why.
-DeviceKind choose_device(int gpu_layers, int n_layer);
+// Where a model's layers run: layers [first_device_layer, n_layer) on `device`, the ones
+// before on the CPU. The token embedding goes with layer 0, the output head with the last
+// layer (as llama.cpp: -ngl N offloads the last N layers).
+struct Placement {
+  DeviceKind device = DeviceKind::Cpu;
+  int first_device_layer = 0;  // n_layer when every layer stays on the CPU
+  int n_layer = 0;
+  DeviceKind layer(int il) const { return il >= first_device_layer ? device : DeviceKind::Cpu; }
+  bool split() const { return device != DeviceKind::Cpu && first_device_layer > 0 && first_device_layer < n_layer; }
+};
+
+// The placement of a model of n_layer layers for `-ngl gpu_layers` (llama.cpp's flag): 0 the
+// CPU; -1 (flag absent) every layer on the CUDA device when there is one, else the CPU;
+// n >= n_layer every layer on the device; 0 < n < n_layer the last n layers. A CUDA device
+// is device 0, or the CPU execution of the kernels when the environment sets
+// EMBER_CUDA_ON_CPU=1. Throws Unsupported for n > 0 without a device, naming why.
+Placement choose_placement(int gpu_layers, int n_layer);
 
 std::unique_ptr<WeightStore> make_weight_store(DeviceKind kind, bool repack);
 std::unique_ptr<Backend> make_backend(DeviceKind kind, ThreadPool& pool);

@@ -15,16 +15,18 @@ size_t BlockPool::bytes_for(const BlockPoolConfig& c) {
   return slots_of(c) * per_slot;
 }
 
-BlockPool::BlockPool(const BlockPoolConfig& cfg, Backend& memory) : cfg_(cfg), memory_(memory) {
+BlockPool::BlockPool(const BlockPoolConfig& cfg, std::vector<Backend*> memory) : cfg_(cfg), memory_(std::move(memory)) {
   if (cfg.n_layers <= 0 || cfg.n_blocks <= 0 || cfg.block_size <= 0)
     fail(ErrorKind::InvalidArgument, "KV block pool: {} layers, {} blocks of {} tokens must all be positive",
          cfg.n_layers, cfg.n_blocks, cfg.block_size);
   k_row_bytes_ = dtype_row_bytes(cfg.k_type, cfg.k_row);
   v_row_bytes_ = dtype_row_bytes(cfg.v_type, cfg.v_row);
   const size_t slots = slots_of(cfg);
+  if (static_cast<int>(memory_.size()) != cfg.n_layers)
+    fail(ErrorKind::Internal, "KV block pool: {} backends for {} layers", memory_.size(), cfg.n_layers);
   for (int il = 0; il < cfg.n_layers; ++il) {
-    k_.push_back(memory.allocate(slots * k_row_bytes_));
-    v_.push_back(memory.allocate(slots * v_row_bytes_));
+    k_.push_back(memory_[il]->allocate(slots * k_row_bytes_));
+    v_.push_back(memory_[il]->allocate(slots * v_row_bytes_));
   }
   pos_.assign(slots, -1);
   tokens_.assign(slots, -1);
@@ -112,8 +114,8 @@ uint64_t BlockPool::chain_hash(uint64_t prev, const int32_t* tokens, int n) {
 
 void BlockPool::copy_slots(int64_t from, int64_t to, int n) {
   for (int il = 0; il < cfg_.n_layers; ++il) {
-    memory_.copy(k_row(il, to), k_row(il, from), n * k_row_bytes_);
-    memory_.copy(v_row(il, to), v_row(il, from), n * v_row_bytes_);
+    memory_[il]->copy(k_row(il, to), k_row(il, from), n * k_row_bytes_);
+    memory_[il]->copy(v_row(il, to), v_row(il, from), n * v_row_bytes_);
   }
   std::copy_n(pos_.begin() + from, n, pos_.begin() + to);
   std::copy_n(tokens_.begin() + from, n, tokens_.begin() + to);

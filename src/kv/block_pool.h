@@ -33,8 +33,9 @@ struct BlockPoolConfig {
 
 class BlockPool {
  public:
-  // K/V rows live in `memory`'s buffers (host or device); positions and tokens on the host.
-  BlockPool(const BlockPoolConfig& cfg, Backend& memory);
+  // K/V rows of layer i live in memory[i]'s buffers (host or device); positions and tokens
+  // on the host.
+  BlockPool(const BlockPoolConfig& cfg, std::vector<Backend*> memory);
   static size_t bytes_for(const BlockPoolConfig& cfg);  // K, V, positions and tokens of every block
 
   const BlockPoolConfig& config() const { return cfg_; }
@@ -80,7 +81,7 @@ class BlockPool {
   void clear_slots(int block);
 
   BlockPoolConfig cfg_;
-  Backend& memory_;
+  std::vector<Backend*> memory_;  // per layer
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
   std::vector<std::unique_ptr<BackendBuffer>> k_, v_;  // per layer: n_blocks * block_size rows
   std::vector<int32_t> pos_, tokens_;        // n_blocks * block_size

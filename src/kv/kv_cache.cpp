@@ -87,8 +87,13 @@ size_t KVCache::bytes_for(const KVCacheConfig& cfg) {
   return total;
 }
 
-KVCache::KVCache(const KVCacheConfig& cfg, Backend& backend) : cfg_(cfg), backend_(backend) {
+KVCache::KVCache(const KVCacheConfig& cfg, Backend& backend)
+    : KVCache(cfg, std::vector<Backend*>(static_cast<size_t>(std::max(cfg.n_layer, 0)), &backend)) {}
+
+KVCache::KVCache(const KVCacheConfig& cfg, std::vector<Backend*> backends) : cfg_(cfg), backends_(std::move(backends)) {
   check_config(cfg);
+  if (static_cast<int>(backends_.size()) != cfg.n_layer)
+    fail(ErrorKind::Internal, "KV cache: {} backends for {} layers", backends_.size(), cfg.n_layer);
   k_row_bytes_ = dtype_row_bytes(cfg.k_type, cfg.k_row);
   v_row_bytes_ = dtype_row_bytes(cfg.v_type, cfg.v_row);
   group_of_.assign(cfg.n_layer, 0);
@@ -98,7 +103,9 @@ KVCache::KVCache(const KVCacheConfig& cfg, Backend& backend) : cfg_(cfg), backen
       group_of_[g.layers[i]] = static_cast<int>(groups_.size());
       index_in_group_[g.layers[i]] = static_cast<int>(i);
     }
-    groups_.push_back(Group{g.window, g.layers, std::make_unique<BlockPool>(g.pool, backend)});
+    std::vector<Backend*> memory;
+    for (int il : g.layers) memory.push_back(backends_[il]);
+    groups_.push_back(Group{g.window, g.layers, std::make_unique<BlockPool>(g.pool, std::move(memory))});
   }
   seqs_.resize(cfg.n_seq);
   for (SeqState& s : seqs_) s.tables.resize(groups_.size());
@@ -394,7 +401,7 @@ void KVCache::shift_group(int g, SeqState& st, int n_keep, int n_discard, int he
   drop_blocks_from(g, t, ceil_div(new_n, bs));
   if (moved.empty()) return;
   for (size_t i = 0; i < groups_[g].layers.size(); ++i)
-    backend_.rerope_rows(cfg_.k_type, pool.k_data(static_cast<int>(i)), k_row_bytes_, cfg_.k_row, moved.data(),
+    backends_[groups_[g].layers[i]]->rerope_rows(cfg_.k_type, pool.k_data(static_cast<int>(i)), k_row_bytes_, cfg_.k_row, moved.data(),
                          static_cast<int64_t>(moved.size()), head_dim, -n_discard, rope_for(groups_[g].layers[i]));
 }
 

@@ -64,8 +64,10 @@ struct KVBlockStats {
 
 class KVCache {
  public:
-  // K/V rows in `backend`'s memory, which also copies and re-rotates them (shift, rollback
-  // into shared blocks). Throws InvalidArgument for bad types/rows.
+  // Layer il's K/V rows live in backends[il]'s memory, which also copies and re-rotates them
+  // (shift, rollback into shared blocks); one backend for all layers in the second form.
+  // Throws InvalidArgument for bad types/rows.
+  KVCache(const KVCacheConfig& cfg, std::vector<Backend*> backends);
   KVCache(const KVCacheConfig& cfg, Backend& backend);
   ~KVCache();
 
@@ -158,7 +160,7 @@ class KVCache {
   void shift_group(int g, SeqState& st, int n_keep, int n_discard, int head_dim, const RopeFor& rope_for);
 
   KVCacheConfig cfg_;
-  Backend& backend_;
+  std::vector<Backend*> backends_;  // per model layer
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
   std::vector<Group> groups_;
   std::vector<int> group_of_, index_in_group_;  // per model layer

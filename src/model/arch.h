@@ -18,7 +18,8 @@ class Step;
 struct ArchModel {
   virtual ~ArchModel() = default;
   // Runs the ubatch held by `step` through the model: embeddings in, logits written for the
-  // rows the step asks for. Reads and writes the KV cache through the step.
+  // rows the step asks for. Reads and writes the KV cache through the step, and calls
+  // step.begin_layer(il) as each layer begins (a split model changes device there).
   virtual void forward(Step& step) const = 0;
 };
 

@@ -52,6 +52,7 @@ struct Gemma3 final : ArchModel {
     s.embed(tok_embd, std::sqrt(static_cast<float>(s.hp.n_embd)));
     for (size_t il = 0; il < layers.size(); ++il) {
       const Layer& L = layers[il];
+      s.begin_layer(static_cast<int>(il));
       // x = x + post_attn_norm(attn(attn_norm(x)))   (local or global by layer)
       s.rms_norm(s.x, L.attn_norm, s.cur);
       s.attention(static_cast<int>(il), L.attn, s.cur, s.out);

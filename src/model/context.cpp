@@ -11,7 +11,8 @@
 namespace ember {
 
 struct Context::Scratch {
-  StepBuffers buf;
+  StepBuffers host_buf, device_buf;  // activations on the CPU, on the device
+  Step::LayerBackends layers;        // where each layer computes
   std::vector<int64_t> slots;      // KV ordinal of each token of the current ubatch
   std::vector<int32_t> out_rows;   // its rows whose logits are wanted
   std::vector<int32_t> pos;        // positions resolved for the current ubatch
@@ -61,14 +62,19 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
   }
 
   // The memory plan, checked before anything big is allocated.
-  backend_ = make_backend(model.device(), pool);
-  const bool on_host = model.device() == DeviceKind::Cpu;
+  const Placement& pl = model.placement();
+  if (pl.first_device_layer > 0) host_backend_ = make_backend(DeviceKind::Cpu, pool);
+  if (pl.device != DeviceKind::Cpu) device_backend_ = make_backend(pl.device, pool);
+  Backend& planned = device_backend_ ? *device_backend_ : *host_backend_;
+  const bool on_host = !device_backend_;
   const KVCacheConfig kvc = kv_config(hp, opts_, n_ctx_, opts_.n_ubatch);
-  plan_.weight_bytes = on_host ? model.weight_bytes() : model.repacked_bytes();
+  // Offloaded, the plan is the device's: its share of the weights and of the layers' KV.
+  plan_.weight_bytes = on_host ? model.weight_bytes() : model.device_weight_bytes();
   plan_.kv_bytes = KVCache::bytes_for(kvc);
+  if (!on_host) plan_.kv_bytes = plan_.kv_bytes / hp.n_layer * (pl.n_layer - pl.first_device_layer);
   plan_.scratch_bytes = StepBuffers::bytes_for(hp, opts_.n_ubatch) + static_cast<size_t>(hp.n_vocab) * sizeof(float) +
-                        backend_->scratch_bytes(opts_.n_ubatch, n_ctx_);
-  const SystemMemory sys = on_host ? system_memory() : SystemMemory{0, backend_->memory_available() + plan_.weight_bytes};
+                        planned.scratch_bytes(opts_.n_ubatch, n_ctx_);
+  const SystemMemory sys = on_host ? system_memory() : SystemMemory{0, planned.memory_available() + plan_.weight_bytes};
   plan_.available = opts.memory_limit ? opts.memory_limit : sys.available;
   const size_t bpt = static_cast<size_t>(hp.n_layer) * (dtype_row_bytes(opts.k_type, kvc.k_row) + dtype_row_bytes(opts.v_type, kvc.v_row));
   if (opts.print_plan)
@@ -76,7 +82,7 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
                  "memory plan (%s): weights %.1f MiB%s + KV cache %.1f MiB (K %s, V %s, %d ctx x %d seq in blocks of %d, "
                  "%.1f KiB/token) "
                  "+ scratch %.1f MiB (ubatch %d) = %.1f MiB of %.1f MiB available\n",
-                 backend_->describe().c_str(), mib(plan_.weight_bytes), on_host ? " (mmap)" : "", mib(plan_.kv_bytes),
+                 planned.describe().c_str(), mib(plan_.weight_bytes), on_host ? " (mmap)" : "", mib(plan_.kv_bytes),
                  dtype_name(opts.k_type), dtype_name(opts.v_type), n_ctx_,
                  opts.n_seq, kvc.block_size, bpt / 1024.0, mib(plan_.scratch_bytes), opts_.n_ubatch, mib(plan_.total()),
                  mib(plan_.available));
@@ -94,9 +100,15 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
          mib(plan_.weight_bytes), mib(plan_.kv_bytes), mib(plan_.scratch_bytes), mib(plan_.total()),
          mib(explicit_limit ? plan_.available : (anon > sys.available ? sys.available : sys.total)));
 
-  kv_ = std::make_unique<KVCache>(kvc, *backend_);
   scratch_ = std::make_unique<Scratch>();
-  scratch_->buf.plan(*backend_, hp, opts_.n_ubatch);
+  if (host_backend_) scratch_->host_buf.plan(*host_backend_, hp, opts_.n_ubatch);
+  if (device_backend_) scratch_->device_buf.plan(*device_backend_, hp, opts_.n_ubatch);
+  for (int il = 0; il < hp.n_layer; ++il) {
+    const bool dev = pl.layer(il) != DeviceKind::Cpu;
+    scratch_->layers.backends.push_back(dev ? device_backend_.get() : host_backend_.get());
+    scratch_->layers.buffers.push_back(dev ? &scratch_->device_buf : &scratch_->host_buf);
+  }
+  kv_ = std::make_unique<KVCache>(kvc, scratch_->layers.backends);
   scratch_->slots.assign(opts_.n_ubatch, 0);
   scratch_->out_rows.assign(opts_.n_ubatch, 0);
   scratch_->pos.assign(opts_.n_ubatch, 0);
@@ -218,7 +230,7 @@ void Context::run_ubatch(const Batch& batch, size_t begin, size_t end, float* lo
   in.slots = sc.slots.data();
   in.n_out = n_out;
   in.out_rows = sc.out_rows.data();
-  Step step(model_.hparams(), *backend_, *kv_, sc.buf, in, logits_out);
+  Step step(model_.hparams(), sc.layers, *kv_, in, logits_out);
   model_.arch().forward(step);
   std::fill(sc.counts.begin(), sc.counts.end(), 0);
   for (size_t i = begin; i < end; ++i) sc.counts[batch.seq[i]] = 1;

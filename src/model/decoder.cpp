@@ -10,6 +10,7 @@ void PreNormDecoder::forward(Step& s) const {
   s.embed(tok_embd, 1.0f);
   for (size_t il = 0; il < layers.size(); ++il) {
     const Layer& L = layers[il];
+    s.begin_layer(static_cast<int>(il));
     // x = x + attn(rms_norm(x) * attn_norm)
     s.rms_norm(s.x, L.attn_norm, s.cur);
     s.attention(static_cast<int>(il), L.attn, s.cur, s.out);

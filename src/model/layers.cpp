@@ -96,20 +96,45 @@ size_t StepBuffers::bytes_for(const Hparams& hp, int n_ub) {
   return floats * sizeof(float);
 }
 
-Step::Step(const Hparams& h, Backend& backend, KVCache& kv, StepBuffers& buf, const StepInputs& in, float* logits)
-    : hp(h), be_(backend), buf_(buf), n_(in.n_tokens), n_out_(in.n_out), logits_(logits) {
-  if (n_ <= 0 || n_ > buf.n_ubatch) fail(ErrorKind::Internal, "step of {} tokens with buffers for {}", n_, buf.n_ubatch);
-  be_.begin_step(kv, in);
-  x = mat(buf.x, hp.n_embd);
-  cur = mat(buf.cur, hp.n_embd);
-  out = mat(buf.out, hp.n_embd);
+Step::Step(const Hparams& h, const LayerBackends& placement, KVCache& kv, const StepInputs& in, float* logits)
+    : hp(h), place_(placement), n_(in.n_tokens), n_out_(in.n_out), logits_(logits) {
+  for (size_t il = 0; il < placement.backends.size(); ++il) {
+    Backend* b = placement.backends[il];
+    if (il == 0 || b != placement.backends[il - 1]) {
+      if (n_ <= 0 || n_ > placement.buffers[il]->n_ubatch)
+        fail(ErrorKind::Internal, "step of {} tokens with buffers for {}", n_, placement.buffers[il]->n_ubatch);
+      b->begin_step(kv, in);
+    }
+  }
+  use(0);
+}
+
+void Step::use(int il) {
+  be_ = place_.backends[il];
+  buf_ = place_.buffers[il];
+  x = mat(buf_->x, hp.n_embd);
+  cur = mat(buf_->cur, hp.n_embd);
+  out = mat(buf_->out, hp.n_embd);
+}
+
+void Step::begin_layer(int il) {
+  if (place_.backends[il] == be_) return;
+  Backend& from = *be_;
+  const float* src = x.data;
+  use(il);
+  // One side is host memory: the CPU's (a split puts the first layers there).
+  const size_t bytes = static_cast<size_t>(n_) * hp.n_embd * sizeof(float);
+  if (from.kind() == DeviceKind::Cpu)
+    be_->write(x.data, src, bytes);
+  else
+    from.read(x.data, src, bytes);
 }
 
 F32Mat Step::mat(float* data, int64_t cols) const { return F32Mat{data, cols, n_, cols}; }
 
-void Step::embed(const MatView& tok_embd, float scale) { be_.embed(tok_embd, scale, x); }
+void Step::embed(const MatView& tok_embd, float scale) { be_->embed(tok_embd, scale, x); }
 
-void Step::rms_norm(F32Mat in, const float* w, F32Mat dst) { be_.rms_norm(as_view(in), w, hp.norm_eps, dst); }
+void Step::rms_norm(F32Mat in, const float* w, F32Mat dst) { be_->rms_norm(as_view(in), w, hp.norm_eps, dst); }
 
 static MatView bias_row(const float* b, int64_t n) {
   return MatView{DType::F32, n, 1, static_cast<size_t>(n) * sizeof(float), b};
@@ -134,62 +159,62 @@ static AttentionParams attention_params(const Hparams& hp, int il) {
 
 void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
   const int hd = hp.head_dim;
-  F32Mat q = mat(buf_.q, static_cast<int64_t>(hp.n_head) * hd);
-  F32Mat k = mat(buf_.k, hp.n_embd_k_gqa());
-  F32Mat v = mat(buf_.v, hp.n_embd_v_gqa());
-  F32Mat o = mat(buf_.attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v);
+  F32Mat q = mat(buf_->q, static_cast<int64_t>(hp.n_head) * hd);
+  F32Mat k = mat(buf_->k, hp.n_embd_k_gqa());
+  F32Mat v = mat(buf_->v, hp.n_embd_v_gqa());
+  F32Mat o = mat(buf_->attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v);
   const MatView xin = as_view(in);
 
   // q = x Wq^T (+ bq), k = x Wk^T (+ bk), v = x Wv^T (+ bv)
-  be_.matmul_same_input({{w.wq, q}, {w.wk, k}, {w.wv, v}}, xin);
-  if (w.bq) be_.add(q, bias_row(w.bq, q.cols));
-  if (w.bk) be_.add(k, bias_row(w.bk, k.cols));
-  if (w.bv) be_.add(v, bias_row(w.bv, v.cols));
+  be_->matmul_same_input({{w.wq, q}, {w.wk, k}, {w.wv, v}}, xin);
+  if (w.bq) be_->add(q, bias_row(w.bq, q.cols));
+  if (w.bk) be_->add(k, bias_row(w.bk, k.cols));
+  if (w.bv) be_->add(v, bias_row(w.bv, v.cols));
   if (w.q_norm) {  // the normalised heads land in a second buffer, which becomes q
-    F32Mat qn = mat(buf_.q_normed, q.cols);
-    norm_heads(be_, q, hd, w.q_norm, hp.norm_eps, qn);
+    F32Mat qn = mat(buf_->q_normed, q.cols);
+    norm_heads(*be_, q, hd, w.q_norm, hp.norm_eps, qn);
     q = qn;
   }
   if (w.k_norm) {
-    F32Mat kn = mat(buf_.k_normed, k.cols);
-    norm_heads(be_, k, hd, w.k_norm, hp.norm_eps, kn);
+    F32Mat kn = mat(buf_->k_normed, k.cols);
+    norm_heads(*be_, k, hd, w.k_norm, hp.norm_eps, kn);
     k = kn;
   }
 
   const RopeParams rp = rope_params(hp, il);
-  be_.rope(q, hd, rp);
-  be_.rope(k, hd, rp);
+  be_->rope(q, hd, rp);
+  be_->rope(k, hd, rp);
 
   // Each token's K/V rows into its slot (taken by the context before the layers ran), then
   // every query row over its own sequence's cache.
-  be_.store_kv(il, k, v);
-  be_.attention(il, as_view(q), attention_params(hp, il), o);
+  be_->store_kv(il, k, v);
+  be_->attention(il, as_view(q), attention_params(hp, il), o);
 
   // dst = o Wo^T (+ bo)
-  be_.matmul(w.wo, as_view(o), dst);
-  if (w.bo) be_.add(dst, bias_row(w.bo, dst.cols));
+  be_->matmul(w.wo, as_view(o), dst);
+  if (w.bo) be_->add(dst, bias_row(w.bo, dst.cols));
 }
 
 void Step::ffn(const FfnWeights& w, Activation act, F32Mat in, F32Mat dst) {
-  F32Mat g = mat(buf_.gate, w.n_ff), u = mat(buf_.up, w.n_ff), a = mat(buf_.act, w.n_ff);
-  be_.matmul_same_input({{w.gate, g}, {w.up, u}}, as_view(in));
-  be_.glu(act, as_view(g), as_view(u), a);
-  be_.matmul(w.down, as_view(a), dst);
+  F32Mat g = mat(buf_->gate, w.n_ff), u = mat(buf_->up, w.n_ff), a = mat(buf_->act, w.n_ff);
+  be_->matmul_same_input({{w.gate, g}, {w.up, u}}, as_view(in));
+  be_->glu(act, as_view(g), as_view(u), a);
+  be_->matmul(w.down, as_view(a), dst);
 }
 
-void Step::add(F32Mat a, F32Mat b) { be_.add(a, as_view(b)); }
+void Step::add(F32Mat a, F32Mat b) { be_->add(a, as_view(b)); }
 
 void Step::logits(const float* norm_w, const MatView& output, float softcap) {
   if (n_out_ == 0) return;
   // Only the wanted rows go through the final norm and the (large) output matmul.
-  F32Mat sel{buf_.out_x, hp.n_embd, n_out_, hp.n_embd};
+  F32Mat sel{buf_->out_x, hp.n_embd, n_out_, hp.n_embd};
   F32Mat normed{cur.data, hp.n_embd, n_out_, hp.n_embd};
-  be_.gather_out_rows(x, sel);
-  be_.rms_norm(as_view(sel), norm_w, hp.norm_eps, normed);
-  const F32Mat lg = be_.logits_target(logits_, n_out_, hp.n_vocab);
-  be_.matmul(output, as_view(normed), lg);
-  if (softcap > 0.0f) be_.softcap(lg, softcap);
-  be_.finish_logits(lg, logits_);
+  be_->gather_out_rows(x, sel);
+  be_->rms_norm(as_view(sel), norm_w, hp.norm_eps, normed);
+  const F32Mat lg = be_->logits_target(logits_, n_out_, hp.n_vocab);
+  be_->matmul(output, as_view(normed), lg);
+  if (softcap > 0.0f) be_->softcap(lg, softcap);
+  be_->finish_logits(lg, logits_);
 }
 
 }  // namespace ember

@@ -57,15 +57,24 @@ struct StepBuffers {
 
 class Step {
  public:
-  // Begins the ubatch `in` on the backend (the KV slots already taken); logits of the
+  // Where each layer computes: layer il on *backends[il] with *buffers[il] (that backend's
+  // activations); a model split across devices has two of each.
+  struct LayerBackends {
+    std::vector<Backend*> backends;
+    std::vector<StepBuffers*> buffers;
+  };
+  // Begins the ubatch `in` on every backend (the KV slots already taken); logits of the
   // wanted rows are written to host memory at `logits` (n_out x n_vocab).
-  Step(const Hparams& hp, Backend& backend, KVCache& kv, StepBuffers& buf, const StepInputs& in, float* logits);
+  Step(const Hparams& hp, const LayerBackends& placement, KVCache& kv, const StepInputs& in, float* logits);
 
   const Hparams& hp;
   F32Mat x;    // residual stream, n_tokens x n_embd
   F32Mat cur;  // normalised input of a block, n_tokens x n_embd
   F32Mat out;  // a block's output before the residual add, n_tokens x n_embd
 
+  // Layer il begins: when it runs on another backend than the layer before, the residual
+  // stream moves there (x, cur and out then view that backend's buffers).
+  void begin_layer(int il);
   // x = tok_embd[tokens] * scale
   void embed(const MatView& tok_embd, float scale);
   // dst = in / rms(in) * w  (w as the GGUF stores it; Gemma's 1 + w is folded in by its converter)
@@ -82,8 +91,10 @@ class Step {
 
  private:
   F32Mat mat(float* data, int64_t cols) const;
-  Backend& be_;
-  StepBuffers& buf_;
+  void use(int il);  // x, cur, out, be_ and buf_ of layer il's backend
+  const LayerBackends& place_;
+  Backend* be_ = nullptr;
+  StepBuffers* buf_ = nullptr;
   int n_;
   int n_out_;
   float* logits_;

@@ -20,6 +20,14 @@ int Batch::n_outputs() const {
   return n;
 }
 
+// Bytes of the tensors `pl` puts on the device (what its store will upload).
+static size_t device_share(const gguf::File& file, const Placement& pl) {
+  size_t n = 0;
+  for (const gguf::TensorInfo& t : file.tensors())
+    n += tensor_device(t.name, pl, false) != DeviceKind::Cpu || tensor_device(t.name, pl, true) != DeviceKind::Cpu ? t.nbytes : 0;
+  return n;
+}
+
 std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& opts) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::make_unique<gguf::File>(gguf::File::open(path));
@@ -35,20 +43,28 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
 
   // On the CPU, weights stay in the mapping (the views point straight into the file) unless
   // repacked; a GPU gets its copy here.
-  m->device_ = choose_device(opts.gpu_layers, m->hp_.n_layer);
-  m->weights_ = make_weight_store(m->device_, opts.repack);
+  const Placement& pl = m->placement_ = choose_placement(opts.gpu_layers, m->hp_.n_layer);
   for (const gguf::TensorInfo& t : file.tensors()) m->weight_bytes_ += t.nbytes;
-  if (m->device_ != DeviceKind::Cpu && m->weight_bytes_ > m->weights_->memory_available())
-    fail(ErrorKind::OutOfMemory, "{}: weights of {:.1f} MiB do not fit the {:.1f} MiB free on {} (-ngl 0 keeps them on the CPU)",
-         path, m->weight_bytes_ / 1048576.0, m->weights_->memory_available() / 1048576.0, m->weights_->describe());
-  TensorBinder binder(file, m->weights_.get());
+  if (pl.first_device_layer > 0) m->host_weights_ = make_weight_store(DeviceKind::Cpu, opts.repack);
+  if (pl.device != DeviceKind::Cpu) {
+    m->device_weights_ = make_weight_store(pl.device, opts.repack);
+    const size_t need = device_share(file, pl);
+    if (need > m->device_weights_->memory_available())
+      fail(ErrorKind::OutOfMemory,
+           "{}: {} layers' weights ({:.1f} MiB) do not fit the {:.1f} MiB free on {} (a smaller -ngl keeps more on the CPU)",
+           path, pl.n_layer - pl.first_device_layer, need / 1048576.0, m->device_weights_->memory_available() / 1048576.0,
+           m->device_weights_->describe());
+  }
+  TensorBinder binder(file, m->host_weights_.get(), m->device_weights_.get(), pl);
   m->arch_ = info->bind(binder, m->hp_);
   if (opts.progress) opts.progress(1.0f);
   if (opts.print_plan) {
     const Hparams& hp = m->hp_;
     const size_t repacked = m->repacked_bytes();
     const std::string where =
-        m->device_ != DeviceKind::Cpu ? fmt::format("{:.1f} MiB on {}", repacked / 1048576.0, device_kind_name(m->device_))
+        pl.device != DeviceKind::Cpu
+            ? fmt::format("{} of {} layers, {:.1f} MiB on {}", pl.n_layer - pl.first_device_layer, pl.n_layer,
+                          m->device_weight_bytes() / 1048576.0, device_kind_name(pl.device))
         : repacked ? fmt::format("mmap, {:.1f} MiB repacked for the CPU kernels", repacked / 1048576.0)
                    : "mmap";
     std::fprintf(stderr, "model: %s '%s', %d layers, n_embd %d, heads %d/%d x %d, n_ff %d, vocab %d, %.1f MiB of weights (%s)\n",
@@ -58,7 +74,10 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   return m;
 }
 
-size_t Model::repacked_bytes() const { return weights_->copied_bytes(); }
+size_t Model::repacked_bytes() const {
+  return (host_weights_ ? host_weights_->copied_bytes() : 0) + device_weight_bytes();
+}
+size_t Model::device_weight_bytes() const { return device_weights_ ? device_weights_->copied_bytes() : 0; }
 
 std::string Model::describe() const {
   std::map<std::string, std::pair<int, uint64_t>> by_type;

@@ -76,8 +76,8 @@ struct LoadOptions {
   // llama.cpp's repack does) into anonymous memory at load; false keeps every weight in
   // the mapping (zero copy, --no-repack).
   bool repack = true;
-  // Layers on the CUDA device (-ngl): 0 none, -1 all when there is a device; see
-  // choose_device in backend/backend.h. Weights live, and every Context computes, there.
+  // Layers on the CUDA device (-ngl): 0 none, -1 all when there is a device, N the last N;
+  // see choose_placement in backend/backend.h. Their weights live, and compute, there.
   int gpu_layers = 0;
 };
 
@@ -92,7 +92,9 @@ class Model {
   const gguf::File& gguf() const { return *file_; }
   size_t weight_bytes() const { return weight_bytes_; }  // bytes of all tensors in the file
   size_t repacked_bytes() const;  // of them, copied at load (CPU kernels' layout, or the device)
-  DeviceKind device() const { return device_; }
+  size_t device_weight_bytes() const;  // of them, on the CUDA device
+  const Placement& placement() const { return placement_; }
+  DeviceKind device() const { return placement_.device; }  // Cpu when no layer is offloaded
   const ArchModel& arch() const { return *arch_; }
   // One line per tensor type: "q4_0: 155 tensors, 600.1 MiB" (for `inspect` / plans).
   std::string describe() const;
@@ -102,8 +104,8 @@ class Model {
   Hparams hp_;
   std::unique_ptr<gguf::File> file_;
   std::unique_ptr<ArchModel> arch_;
-  std::unique_ptr<WeightStore> weights_;  // owns the copies the arch's views point into
-  DeviceKind device_ = DeviceKind::Cpu;
+  Placement placement_;
+  std::unique_ptr<WeightStore> host_weights_, device_weights_;  // own the copies the arch's views point into
   size_t weight_bytes_ = 0;
 };
 
@@ -188,7 +190,8 @@ class Context {
   const MemoryPlan& plan() const { return plan_; }
   const ContextOptions& options() const { return opts_; }
   const Model& model() const { return model_; }
-  const Backend& backend() const { return *backend_; }
+  // The backend the memory plan is about: the CUDA device's when any layer is offloaded.
+  const Backend& backend() const { return device_backend_ ? *device_backend_ : *host_backend_; }
 
  private:
   struct Scratch;
@@ -200,7 +203,7 @@ class Context {
   ThreadPool& pool_;
   int n_ctx_ = 0;
   MemoryPlan plan_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Backend> host_backend_, device_backend_;  // the CPU's for layers it keeps
   std::unique_ptr<KVCache> kv_;
   std::unique_ptr<Scratch> scratch_;
   std::vector<float> logits_;

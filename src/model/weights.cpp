@@ -39,9 +39,26 @@ MatView TensorBinder::matrix_optional(const std::string& name, int64_t cols, int
   return matrix(name, cols, rows);
 }
 
+DeviceKind tensor_device(std::string_view name, const Placement& placement, bool matmul) {
+  const int last = placement.n_layer - 1;
+  if (name.substr(0, 4) == "blk.") {
+    int il = 0;
+    size_t i = 4;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9') il = il * 10 + (name[i++] - '0');
+    return placement.layer(il);
+  }
+  if (name == "token_embd.weight" && !matmul) return placement.layer(0);
+  return placement.layer(last);
+}
+
+WeightStore* TensorBinder::store_for(const std::string& name, bool matmul) const {
+  return tensor_device(name, placement_, matmul) == DeviceKind::Cpu ? host_ : device_;
+}
+
 MatView TensorBinder::matrix(const std::string& name, int64_t cols, int64_t rows) {
   const MatView w = file_matrix(name, cols, rows);
-  return store_ ? store_->prepare_rows(w) : w;
+  WeightStore* store = store_for(name, false);
+  return store ? store->prepare_rows(w) : w;
 }
 
 MatView TensorBinder::file_matrix(const std::string& name, int64_t cols, int64_t rows) {
@@ -60,7 +77,8 @@ MatView TensorBinder::file_matrix(const std::string& name, int64_t cols, int64_t
 
 MatView TensorBinder::matmul_matrix(const std::string& name, int64_t cols, int64_t rows) {
   const MatView w = file_matrix(name, cols, rows);
-  return store_ ? store_->prepare_matmul(w) : w;
+  WeightStore* store = store_for(name, true);
+  return store ? store->prepare_matmul(w) : w;
 }
 
 MatView TensorBinder::matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows) {
@@ -82,7 +100,8 @@ const float* TensorBinder::vector(const std::string& name, int64_t n) {
   if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)
     fail(ErrorKind::Format, "tensor {}: data is not 4-byte aligned", name);
   const float* v = reinterpret_cast<const float*>(t->data);
-  return store_ ? store_->prepare_vector(v, n) : v;
+  WeightStore* store = store_for(name, false);
+  return store ? store->prepare_vector(v, n) : v;
 }
 
 }  // namespace ember

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -15,9 +16,13 @@ namespace gguf { class File; struct TensorInfo; }
 
 class TensorBinder {
  public:
-  // Every bound tensor comes back as `store` prepared it (the CPU repacks matrices that
-  // matmul reads, CUDA uploads everything); without a store, views into the mapped file.
-  explicit TensorBinder(const gguf::File& file, WeightStore* store = nullptr) : file_(file), store_(store) {}
+  // Every bound tensor comes back as the store of its device under `placement`
+  // (tensor_device) prepared it: the CPU repacks matrices that matmul reads, CUDA uploads
+  // everything. A missing store (nullptr) means views into the mapped file.
+  TensorBinder(const gguf::File& file, WeightStore* host, WeightStore* device, const Placement& placement)
+      : file_(file), host_(host), device_(device), placement_(placement) {}
+  // Every tensor views the mapped file (no store).
+  explicit TensorBinder(const gguf::File& file) : file_(file) {}
 
   // A weight matrix of `rows` rows of `cols` elements (GGUF shape [cols, rows]) in any
   // type the matmul/get_rows ops compute with, whose rows get_rows reads. Throws Format
@@ -38,13 +43,21 @@ class TensorBinder {
  private:
   const gguf::TensorInfo* lookup(const std::string& name, bool required);
   MatView file_matrix(const std::string& name, int64_t cols, int64_t rows);
+  WeightStore* store_for(const std::string& name, bool matmul) const;
   const gguf::File& file_;
-  WeightStore* store_;
+  WeightStore* host_ = nullptr;
+  WeightStore* device_ = nullptr;
+  Placement placement_;
   int n_bound_ = 0;
 };
 
 // "blk.<il>.<suffix>": per-layer tensor names as llama.cpp writes them.
 std::string blk(int il, const char* suffix);
+
+// The device tensor `name` lives on under `placement`: a layer's tensors ("blk.N.") with
+// layer N, the token embedding with layer 0 (`matmul`: read by matmul as a tied output head,
+// which goes with the last layer), everything else (output norm and head) with the last layer.
+DeviceKind tensor_device(std::string_view name, const Placement& placement, bool matmul);
 
 // True for weight types ember's ops compute with.
 bool weight_type_supported(DType type);

@@ -31,6 +31,8 @@ class CpuBackend final : public Backend {
   size_t memory_available() const override;
   std::unique_ptr<BackendBuffer> allocate(size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
+  void write(void* dst, const void* host, size_t bytes) override { copy(dst, host, bytes); }
+  void read(void* host, const void* src, size_t bytes) override { copy(host, src, bytes); }
   size_t scratch_bytes(int, int) const override { return 0; }
 
   void begin_step(KVCache& kv, const StepInputs& in) override;
