@@ -114,10 +114,12 @@ class CudaBackend final : public Backend {
   void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) override {
     for (const ops::MatmulTarget& t : targets) matmul(t.w, x, t.y);
   }
-  void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) override {
-    k_.glu(act == Activation::GELU, gate, up, out, nullptr);
+  void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatView& x, F32Mat, F32Mat,
+                F32Mat out) override {
+    void* ws = matmul_ws_.reserve(k_.matmul_glu_scratch_bytes(w_gate, x.rows));
+    k_.matmul_glu(w_gate, w_up, act == Activation::GELU, x, out, ws, nullptr);
   }
-  void store_kv(int layer, F32Mat k, F32Mat v) override;
+  void rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) override;
   void attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) override;
   void gather_out_rows(const F32Mat& x, F32Mat out) override {
     k_.get_rows(MatView{DType::F32, x.cols, x.rows, static_cast<size_t>(x.stride) * sizeof(float), x.data},
@@ -202,10 +204,11 @@ void CudaBackend::begin_step(KVCache& kv, const StepInputs& in) {
     for (int g = 0; g < n_groups; ++g) runs_[r].blocks.push_back(base + blocks_at[r][g]);
 }
 
-void CudaBackend::store_kv(int layer, F32Mat k, F32Mat v) {
+void CudaBackend::rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) {
   const KVView view = kv_->view(layer, in_.seq[0]);
   const int32_t* rows = dev_kv_rows_[kv_->group_of(layer)];
-  k_.store_rows(as_view(k), view.k_type, const_cast<void*>(view.k), view.k_row_bytes, rows, nullptr);
+  k_.rope(q, head_dim, dev_pos_, p, nullptr);
+  k_.rope_store_rows(k, head_dim, dev_pos_, p, view.k_type, const_cast<void*>(view.k), view.k_row_bytes, rows, nullptr);
   k_.store_rows(as_view(v), view.v_type, const_cast<void*>(view.v), view.v_row_bytes, rows, nullptr);
 }
 

@@ -90,9 +90,13 @@ class Backend {
   virtual void add(F32Mat a, const MatView& b) = 0;                       // b.rows == 1 broadcasts
   virtual void matmul(const MatView& w, const MatView& x, F32Mat y) = 0;
   virtual void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) = 0;
-  virtual void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) = 0;
-  // K and V rows of every token of the step into its slot of layer `layer`.
-  virtual void store_kv(int layer, F32Mat k, F32Mat v) = 0;
+  // out = act(x w_gate^T) * (x w_up^T); gate and up hold the two products where a backend
+  // computes them apart (the CPU), a fused kernel never writes them (CUDA).
+  virtual void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatView& x, F32Mat gate,
+                        F32Mat up, F32Mat out) = 0;
+  // q and k rotated for their positions, then every token's K (rotated) and V rows into its
+  // slot of layer `layer` (CUDA rotates and stores k in one pass).
+  virtual void rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) = 0;
   // Causal attention of each run of same-sequence rows over its sequence's cache.
   virtual void attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) = 0;
   // out[i] = x[out_rows[i]]

@@ -181,13 +181,9 @@ void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
     k = kn;
   }
 
-  const RopeParams rp = rope_params(hp, il);
-  be_->rope(q, hd, rp);
-  be_->rope(k, hd, rp);
-
-  // Each token's K/V rows into its slot (taken by the context before the layers ran), then
-  // every query row over its own sequence's cache.
-  be_->store_kv(il, k, v);
+  // RoPE, each token's K/V rows into its slot (taken by the context before the layers
+  // ran), then every query row over its own sequence's cache.
+  be_->rope_store_kv(il, q, k, v, hd, rope_params(hp, il));
   be_->attention(il, as_view(q), attention_params(hp, il), o);
 
   // dst = o Wo^T (+ bo)
@@ -197,8 +193,7 @@ void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
 
 void Step::ffn(const FfnWeights& w, Activation act, F32Mat in, F32Mat dst) {
   F32Mat g = mat(buf_->gate, w.n_ff), u = mat(buf_->up, w.n_ff), a = mat(buf_->act, w.n_ff);
-  be_->matmul_same_input({{w.gate, g}, {w.up, u}}, as_view(in));
-  be_->glu(act, as_view(g), as_view(u), a);
+  be_->gated_up(act, w.gate, w.up, as_view(in), g, u, a);
   be_->matmul(w.down, as_view(a), dst);
 }
 

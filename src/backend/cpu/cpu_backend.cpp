@@ -72,14 +72,18 @@ void CpuBackend::matmul_same_input(std::initializer_list<ops::MatmulTarget> targ
   ops::matmul_same_input(pool_, targets, x);
 }
 
-void CpuBackend::glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) {
+void CpuBackend::gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatView& x, F32Mat gate,
+                          F32Mat up, F32Mat out) {
+  ops::matmul_same_input(pool_, {{w_gate, gate}, {w_up, up}}, x);
   if (act == Activation::SiLU)
-    ops::swiglu(pool_, gate, up, out);
+    ops::swiglu(pool_, as_view(gate), as_view(up), out);
   else
-    ops::geglu(pool_, gate, up, out);
+    ops::geglu(pool_, as_view(gate), as_view(up), out);
 }
 
-void CpuBackend::store_kv(int layer, F32Mat k, F32Mat v) {
+void CpuBackend::rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) {
+  ops::rope(pool_, q, head_dim, in_.pos, p);
+  ops::rope(pool_, k, head_dim, in_.pos, p);
   const DType kt = kv_->config().k_type, vt = kv_->config().v_type;
   for (int t = 0; t < in_.n_tokens; ++t) {
     const KVCache::Slot slot{in_.slots[t]};

@@ -42,8 +42,9 @@ class CpuBackend final : public Backend {
   void add(F32Mat a, const MatView& b) override;
   void matmul(const MatView& w, const MatView& x, F32Mat y) override;
   void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) override;
-  void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) override;
-  void store_kv(int layer, F32Mat k, F32Mat v) override;
+  void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatView& x, F32Mat gate, F32Mat up,
+                F32Mat out) override;
+  void rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) override;
   void attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) override;
   void gather_out_rows(const F32Mat& x, F32Mat out) override;
   void softcap(F32Mat a, float cap) override;
