@@ -1,3 +1,6 @@
+// _longjmp between stacks is what fibers do; glibc's fortified check would take a jump to
+// another stack for one into a dead frame.
+#undef _FORTIFY_SOURCE
 #include "cuda/cpu_exec/fiber.h"
 
 #include <sys/mman.h>
@@ -29,7 +32,7 @@ size_t page_bytes() {
 }
 
 // Announces a switch to `to` (fake_save null: the current context ends for good).
-void start_switch(void** fake_save, const Context& to) {
+[[maybe_unused]] void start_switch(void** fake_save, const Context& to) {
 #if defined(EMBER_CPU_EXEC_ASAN)
   __sanitizer_start_switch_fiber(fake_save, to.stack_bottom, to.stack_size);
 #else
@@ -74,8 +77,10 @@ void Fiber::reset(void (*entry)()) {
   ctx_.uc.uc_link = nullptr;
   ctx_.fake_stack = nullptr;
   makecontext(&ctx_.uc, entry, 0);
+  fresh_ = true;
 }
 
+#if defined(EMBER_CPU_EXEC_ASAN)
 void Fiber::resume(Context& from) {
   start_switch(&from.fake_stack, ctx_);
   swapcontext(&from.uc, &ctx_.uc);
@@ -93,6 +98,23 @@ void Fiber::finish(Context& to) {
   setcontext(&to.uc);
   std::abort();  // setcontext returns only when it fails
 }
+#else
+void Fiber::resume(Context& from) {
+  if (_setjmp(from.jb) != 0) return;  // back from suspend() or finish()
+  if (fresh_) {
+    fresh_ = false;
+    setcontext(&ctx_.uc);
+    std::abort();  // setcontext returns only when it fails
+  }
+  _longjmp(ctx_.jb, 1);
+}
+
+void Fiber::suspend(Context& to) {
+  if (_setjmp(ctx_.jb) == 0) _longjmp(to.jb, 1);
+}
+
+void Fiber::finish(Context& to) { _longjmp(to.jb, 1); }
+#endif
 
 void Fiber::started(Context& from) {
   Context fresh;  // a new fiber has no fake stack yet

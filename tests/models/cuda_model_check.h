@@ -7,11 +7,10 @@
 namespace ember::test {
 
 // A tiny family on the device `load` picks, against the numpy reference (check_family) and
-// against the CPU backend's logits for the same tokens, on the first `positions` tokens.
-inline void check_against_cpu(const std::string& arch, double rel_tol, DType kv, const LoadOptions& load,
-                              size_t positions = SIZE_MAX) {
-  const std::vector<float> cpu = check_family(arch, rel_tol, kv, quiet_load(), positions);
-  const std::vector<float> gpu = check_family(arch, rel_tol, kv, load, positions);
+// against the CPU backend's logits for the same tokens.
+inline void check_against_cpu(const std::string& arch, double rel_tol, DType kv, const LoadOptions& load) {
+  const std::vector<float> cpu = check_family(arch, rel_tol, kv);
+  const std::vector<float> gpu = check_family(arch, rel_tol, kv, load);
   const double e = check::nmse(gpu, cpu);
   MESSAGE(arch << ": NMSE of the CUDA backend's logits against the CPU backend's: " << e);
   // Both quantise activations to 8 bits for quantised weights, in different blocks (CUDA:

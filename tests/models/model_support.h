@@ -122,11 +122,11 @@ inline double decided_top1(const std::vector<float>& got, const Golden& g, doubl
   return n ? static_cast<double>(same) / n : 1.0;
 }
 
-// Runs a tiny family's golden tokens (the first `positions` of them, all by default: the
-// first half as one prefill, the rest one decode step at a time) on a model loaded with
-// `load` and checks the logits against the reference; returns them.
+// Runs a tiny family's golden tokens (the first half as one prefill, the rest one decode
+// step at a time) on a model loaded with `load` and checks the logits against the
+// reference; returns them.
 inline std::vector<float> check_family(const std::string& arch, double rel_tol, DType kv_type = DType::F16,
-                                       const LoadOptions& load = quiet_load(), size_t positions = SIZE_MAX) {
+                                       const LoadOptions& load = quiet_load()) {
   const Golden g = load_golden(arch);
   auto model = Model::load(tiny_model(arch), load);
   REQUIRE(model->hparams().n_vocab == g.n_vocab);
@@ -136,7 +136,7 @@ inline std::vector<float> check_family(const std::string& arch, double rel_tol, 
   o.n_ubatch = 64;  // > window for gemma3 (24), so the sliding rings wrap during prefill
   o.k_type = o.v_type = kv_type;
   Context ctx(*model, quiet(o), pool);
-  const size_t n = std::min(positions, g.tokens.size()), half = n / 2;
+  const size_t n = g.tokens.size(), half = n / 2;
   std::vector<float> logits = run_batch(ctx, g.tokens, 0, half);
   std::vector<float> rest = run_one_by_one(ctx, g.tokens, half, n);
   logits.insert(logits.end(), rest.begin(), rest.end());
@@ -149,8 +149,7 @@ inline std::vector<float> check_family(const std::string& arch, double rel_tol, 
                << ", prefill " << pre.max_abs << ", decode " << dec.max_abs << "), top-1 agreement " << all.top1
                << ", on rows with a top-2 margin > 2x that error " << decided);
   CHECK(all.max_abs <= rel_tol * all.max_ref);
-  // The tiny random models have near-ties; on a shortened run a few of them weigh more.
-  CHECK(all.top1 >= (n == g.tokens.size() ? 0.95 : 0.9));
+  CHECK(all.top1 >= 0.95);
   CHECK(decided == 1.0);
   return logits;
 }
