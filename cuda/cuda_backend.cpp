@@ -86,7 +86,7 @@ class CudaWeightStore final : public WeightStore {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(DeviceKind kind)
-      : kind_(kind), rt_(runtime_for(kind)), k_(kernels_for(kind)), step_ints_(rt_), matmul_ws_(rt_),
+      : kind_(kind), rt_(runtime_for(kind)), k_(kernels_for(kind)), step_ints_(rt_), matmul_ws_(rt_), normed_q8_(rt_),
         attention_ws_(rt_), logits_(rt_), rerope_(rt_) {}
 
   DeviceKind kind() const override { return kind_; }
@@ -111,11 +111,15 @@ class CudaBackend final : public Backend {
     void* ws = matmul_ws_.reserve(k_.matmul_scratch_bytes(w, x.rows));
     k_.matmul(w, x, y, ws, nullptr);
   }
-  void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) override {
+  void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatmulInput& in) override {
+    bool quantised = true;
+    for (const ops::MatmulTarget& t : targets) quantised = quantised && is_quantised(t.w.type);
+    const MatView x = matmul_input(in, quantised);
     for (const ops::MatmulTarget& t : targets) matmul(t.w, x, t.y);
   }
-  void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatView& x, F32Mat, F32Mat,
+  void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatmulInput& in, F32Mat, F32Mat,
                 F32Mat out) override {
+    const MatView x = matmul_input(in, is_quantised(w_gate.type) && is_quantised(w_up.type));
     void* ws = matmul_ws_.reserve(k_.matmul_glu_scratch_bytes(w_gate, x.rows));
     k_.matmul_glu(w_gate, w_up, act == Activation::GELU, x, out, ws, nullptr);
   }
@@ -142,6 +146,20 @@ class CudaBackend final : public Backend {
     int r0 = 0, r1 = 0;
     std::vector<const int32_t*> blocks;  // per group
   };
+  static bool is_quantised(DType t) { return t != DType::F32 && t != DType::F16 && t != DType::BF16; }
+  // The matmuls' input: for quantised weights the q8_1 activations of the normalised x come
+  // straight from x (rms_norm fused into the quantisation, no f32 round trip); float
+  // weights read the normalised rows, computed into in.normed first.
+  MatView matmul_input(const MatmulInput& in, bool quantised) {
+    if (!in.norm_w) return in.x;
+    if (!quantised) {
+      k_.rms_norm(in.x, in.norm_w, in.eps, in.normed, nullptr);
+      return as_view(in.normed);
+    }
+    void* xq = normed_q8_.reserve(k_.quantize_normed_bytes(in.x.cols, in.x.rows));
+    k_.quantize_normed(in.x, in.norm_w, in.eps, xq, nullptr);
+    return MatView{DType::Q8_1, in.x.cols, in.x.rows, dtype_row_bytes(DType::Q8_1, in.x.cols), xq};
+  }
   // Host ints staged for one upload; returns the offset of the appended ints.
   size_t stage(const int32_t* v, size_t n) {
     const size_t at = staged_.size();
@@ -152,7 +170,7 @@ class CudaBackend final : public Backend {
   DeviceKind kind_;
   DeviceRuntime& rt_;
   const Kernels& k_;
-  GrowingBuffer step_ints_, matmul_ws_, attention_ws_, logits_, rerope_;
+  GrowingBuffer step_ints_, matmul_ws_, normed_q8_, attention_ws_, logits_, rerope_;
   KVCache* kv_ = nullptr;
   StepInputs in_;
   std::vector<int32_t> staged_;

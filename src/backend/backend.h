@@ -54,6 +54,16 @@ class WeightStore {
   virtual size_t memory_available() const = 0;      // bytes that copies may still take
 };
 
+// The input of the matmuls of a block: x itself, or, when norm_w is set, rms_norm(x) * norm_w
+// (eps), which a backend writes to `normed` unless it feeds the matmuls straight from x
+// (CUDA's quantised weights: the norm goes into the 8-bit activations in one pass).
+struct MatmulInput {
+  MatView x;
+  const float* norm_w = nullptr;
+  float eps = 0.0f;
+  F32Mat normed;
+};
+
 // One ubatch as the context laid it out on the host: row t is token tokens[t] of sequence
 // seq[t] at position pos[t], stored in KV ordinal slots[t]; logits are wanted for out_rows.
 struct StepInputs {
@@ -89,10 +99,10 @@ class Backend {
   virtual void rope(F32Mat x, int head_dim, const RopeParams& p) = 0;     // row t at pos[t]
   virtual void add(F32Mat a, const MatView& b) = 0;                       // b.rows == 1 broadcasts
   virtual void matmul(const MatView& w, const MatView& x, F32Mat y) = 0;
-  virtual void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) = 0;
+  virtual void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatmulInput& x) = 0;
   // out = act(x w_gate^T) * (x w_up^T); gate and up hold the two products where a backend
   // computes them apart (the CPU), a fused kernel never writes them (CUDA).
-  virtual void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatView& x, F32Mat gate,
+  virtual void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatmulInput& x, F32Mat gate,
                         F32Mat up, F32Mat out) = 0;
   // q and k rotated for their positions, then every token's K (rotated) and V rows into its
   // slot of layer `layer` (CUDA rotates and stores k in one pass).

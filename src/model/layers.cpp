@@ -118,6 +118,7 @@ void Step::use(int il) {
 }
 
 void Step::begin_layer(int il) {
+  flush_norm();
   if (place_.backends[il] == be_) return;
   Backend& from = *be_;
   const float* src = x.data;
@@ -132,9 +133,31 @@ void Step::begin_layer(int il) {
 
 F32Mat Step::mat(float* data, int64_t cols) const { return F32Mat{data, cols, n_, cols}; }
 
-void Step::embed(const MatView& tok_embd, float scale) { be_->embed(tok_embd, scale, x); }
+void Step::embed(const MatView& tok_embd, float scale) {
+  flush_norm();
+  be_->embed(tok_embd, scale, x);
+}
 
-void Step::rms_norm(F32Mat in, const float* w, F32Mat dst) { be_->rms_norm(as_view(in), w, hp.norm_eps, dst); }
+void Step::rms_norm(F32Mat in, const float* w, F32Mat dst) {
+  flush_norm();
+  pending_ = PendingNorm{in, dst, w};
+}
+
+void Step::flush_norm() {
+  if (!pending_.w) return;
+  be_->rms_norm(as_view(pending_.src), pending_.w, hp.norm_eps, pending_.dst);
+  pending_.w = nullptr;
+}
+
+MatmulInput Step::matmul_input(F32Mat in) {
+  if (pending_.w && pending_.dst.data == in.data) {
+    const MatmulInput fused{as_view(pending_.src), pending_.w, hp.norm_eps, pending_.dst};
+    pending_.w = nullptr;
+    return fused;
+  }
+  flush_norm();
+  return MatmulInput{as_view(in)};
+}
 
 static MatView bias_row(const float* b, int64_t n) {
   return MatView{DType::F32, n, 1, static_cast<size_t>(n) * sizeof(float), b};
@@ -163,10 +186,8 @@ void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
   F32Mat k = mat(buf_->k, hp.n_embd_k_gqa());
   F32Mat v = mat(buf_->v, hp.n_embd_v_gqa());
   F32Mat o = mat(buf_->attn, static_cast<int64_t>(hp.n_head) * hp.head_dim_v);
-  const MatView xin = as_view(in);
-
   // q = x Wq^T (+ bq), k = x Wk^T (+ bk), v = x Wv^T (+ bv)
-  be_->matmul_same_input({{w.wq, q}, {w.wk, k}, {w.wv, v}}, xin);
+  be_->matmul_same_input({{w.wq, q}, {w.wk, k}, {w.wv, v}}, matmul_input(in));
   if (w.bq) be_->add(q, bias_row(w.bq, q.cols));
   if (w.bk) be_->add(k, bias_row(w.bk, k.cols));
   if (w.bv) be_->add(v, bias_row(w.bv, v.cols));
@@ -193,13 +214,17 @@ void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
 
 void Step::ffn(const FfnWeights& w, Activation act, F32Mat in, F32Mat dst) {
   F32Mat g = mat(buf_->gate, w.n_ff), u = mat(buf_->up, w.n_ff), a = mat(buf_->act, w.n_ff);
-  be_->gated_up(act, w.gate, w.up, as_view(in), g, u, a);
+  be_->gated_up(act, w.gate, w.up, matmul_input(in), g, u, a);
   be_->matmul(w.down, as_view(a), dst);
 }
 
-void Step::add(F32Mat a, F32Mat b) { be_->add(a, as_view(b)); }
+void Step::add(F32Mat a, F32Mat b) {
+  flush_norm();
+  be_->add(a, as_view(b));
+}
 
 void Step::logits(const float* norm_w, const MatView& output, float softcap) {
+  flush_norm();
   if (n_out_ == 0) return;
   // Only the wanted rows go through the final norm and the (large) output matmul.
   F32Mat sel{buf_->out_x, hp.n_embd, n_out_, hp.n_embd};

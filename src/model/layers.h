@@ -77,7 +77,10 @@ class Step {
   void begin_layer(int il);
   // x = tok_embd[tokens] * scale
   void embed(const MatView& tok_embd, float scale);
-  // dst = in / rms(in) * w  (w as the GGUF stores it; Gemma's 1 + w is folded in by its converter)
+  // dst = in / rms(in) * w  (w as the GGUF stores it; Gemma's 1 + w is folded in by its
+  // converter). Deferred: when attention or ffn is the next op and reads dst, the backend
+  // gets the norm with their matmuls (CUDA folds it into the activations' quantisation);
+  // any other op computes it first.
   void rms_norm(F32Mat in, const float* w, F32Mat dst);
   // dst = attention block of layer il over in (projections, biases, q/k norms, RoPE, KV
   // store, causal attention per sequence, output projection)
@@ -92,6 +95,12 @@ class Step {
  private:
   F32Mat mat(float* data, int64_t cols) const;
   void use(int il);  // x, cur, out, be_ and buf_ of layer il's backend
+  void flush_norm();                     // computes a deferred rms_norm
+  MatmulInput matmul_input(F32Mat in);   // in, or the deferred norm that writes it
+  struct PendingNorm {
+    F32Mat src, dst;
+    const float* w = nullptr;
+  } pending_;                            // w == nullptr: none
   const LayerBackends& place_;
   Backend* be_ = nullptr;
   StepBuffers* buf_ = nullptr;

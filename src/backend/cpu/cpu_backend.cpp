@@ -68,13 +68,19 @@ void CpuBackend::rms_norm(const MatView& x, const float* w, float eps, F32Mat y)
 void CpuBackend::rope(F32Mat x, int head_dim, const RopeParams& p) { ops::rope(pool_, x, head_dim, in_.pos, p); }
 void CpuBackend::add(F32Mat a, const MatView& b) { ops::add(pool_, a, b); }
 void CpuBackend::matmul(const MatView& w, const MatView& x, F32Mat y) { ops::matmul(pool_, w, x, y); }
-void CpuBackend::matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) {
-  ops::matmul_same_input(pool_, targets, x);
+MatView CpuBackend::normalised(const MatmulInput& in) {
+  if (!in.norm_w) return in.x;
+  ops::rms_norm(pool_, in.x, in.norm_w, in.eps, false, in.normed);
+  return as_view(in.normed);
 }
 
-void CpuBackend::gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatView& x, F32Mat gate,
+void CpuBackend::matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatmulInput& x) {
+  ops::matmul_same_input(pool_, targets, normalised(x));
+}
+
+void CpuBackend::gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatmulInput& x, F32Mat gate,
                           F32Mat up, F32Mat out) {
-  ops::matmul_same_input(pool_, {{w_gate, gate}, {w_up, up}}, x);
+  ops::matmul_same_input(pool_, {{w_gate, gate}, {w_up, up}}, normalised(x));
   if (act == Activation::SiLU)
     ops::swiglu(pool_, as_view(gate), as_view(up), out);
   else

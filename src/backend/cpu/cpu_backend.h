@@ -41,8 +41,8 @@ class CpuBackend final : public Backend {
   void rope(F32Mat x, int head_dim, const RopeParams& p) override;
   void add(F32Mat a, const MatView& b) override;
   void matmul(const MatView& w, const MatView& x, F32Mat y) override;
-  void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatView& x) override;
-  void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatView& x, F32Mat gate, F32Mat up,
+  void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatmulInput& x) override;
+  void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatmulInput& x, F32Mat gate, F32Mat up,
                 F32Mat out) override;
   void rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) override;
   void attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) override;
@@ -54,6 +54,7 @@ class CpuBackend final : public Backend {
                    int head_dim, int32_t delta, const RopeParams& p) override;
 
  private:
+  MatView normalised(const MatmulInput& in);  // in.x, or its norm computed into in.normed
   ThreadPool& pool_;
   KVCache* kv_ = nullptr;
   StepInputs in_;
