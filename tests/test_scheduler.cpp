@@ -22,15 +22,6 @@ using namespace ember::test;
 
 namespace {
 
-// Quiet options for n_seq sequences of up to 256 tokens over a pool of kv_blocks (0: n_ctx each).
-ContextOptions options(int n_seq, int kv_blocks = 0) {
-  ContextOptions o;
-  o.n_ctx = 256;
-  o.n_seq = n_seq;
-  o.kv_blocks = kv_blocks;
-  return quiet(o);
-}
-
 SequenceRequest request(std::vector<int32_t> prompt, int max_tokens, float temperature, uint64_t seed) {
   SequenceRequest r;
   r.prompt = std::move(prompt);

@@ -26,14 +26,6 @@ using namespace ember::test;
 
 namespace {
 
-ContextOptions options(int n_seq, int kv_blocks = 0) {
-  ContextOptions o;
-  o.n_ctx = 256;
-  o.n_seq = n_seq;
-  o.kv_blocks = kv_blocks;
-  return quiet(o);
-}
-
 // The tiny model of `arch` as target and the one of `draft_arch` (the same 256-token
 // vocabulary), quantised to q4_0 in a temporary file, as draft.
 struct Models {

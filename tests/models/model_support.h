@@ -54,6 +54,16 @@ inline ContextOptions quiet(ContextOptions o) {
   return o;
 }
 
+// Quiet options for n_seq sequences of up to 256 tokens over a pool of kv_blocks (0: n_ctx
+// each), as the scheduler tests use them.
+inline ContextOptions options(int n_seq, int kv_blocks = 0) {
+  ContextOptions o;
+  o.n_ctx = 256;
+  o.n_seq = n_seq;
+  o.kv_blocks = kv_blocks;
+  return quiet(o);
+}
+
 inline LoadOptions quiet_load() {
   LoadOptions o;
   o.print_plan = false;
