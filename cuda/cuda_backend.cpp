@@ -137,8 +137,8 @@ class CudaBackend final : public Backend {
   void finish_logits(const F32Mat& t, float* host) override {
     rt_.download(host, t.data, static_cast<size_t>(t.rows) * t.cols * sizeof(float));
   }
-  void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, const int32_t* rows, int64_t n,
-                   int head_dim, int32_t delta, const RopeParams& p) override;
+  void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows, const int32_t* rows,
+                   int64_t n, int head_dim, int32_t delta, const RopeParams& p) override;
 
  private:
   // Per sequence run of the step: its rows and, per KV group, its block table on the device.
@@ -187,8 +187,6 @@ void CudaBackend::begin_step(KVCache& kv, const StepInputs& in) {
   kv_ = &kv;
   in_ = in;
   const int n = in.n_tokens, n_groups = kv.n_groups();
-  std::vector<int> layer_of_group(n_groups, -1);
-  for (int il = kv.config().n_layer - 1; il >= 0; --il) layer_of_group[kv.group_of(il)] = il;
 
   staged_.clear();
   const size_t tokens_at = stage(in.tokens, n), pos_at = stage(in.pos, n), out_at = stage(in.out_rows, in.n_out);
@@ -196,7 +194,7 @@ void CudaBackend::begin_step(KVCache& kv, const StepInputs& in) {
   for (int g = 0; g < n_groups; ++g) {
     rows_at[g] = staged_.size();
     for (int t = 0; t < n; ++t)
-      staged_.push_back(static_cast<int32_t>(kv.storage_row(layer_of_group[g], in.seq[t], KVCache::Slot{in.slots[t]})));
+      staged_.push_back(static_cast<int32_t>(kv.storage_row(g, in.seq[t], KVCache::Slot{in.slots[t]})));
   }
   runs_.clear();
   std::vector<std::vector<size_t>> blocks_at;
@@ -206,8 +204,8 @@ void CudaBackend::begin_step(KVCache& kv, const StepInputs& in) {
     runs_.push_back(Run{r0, r1, {}});
     blocks_at.emplace_back();
     for (int g = 0; g < n_groups; ++g) {
-      const KVView v = kv.view(layer_of_group[g], in.seq[r0]);
-      blocks_at.back().push_back(stage(v.blocks, static_cast<size_t>(v.n_slots / v.block_size)));
+      const std::span<const int32_t> blocks = kv.held_blocks(g, in.seq[r0]);
+      blocks_at.back().push_back(stage(blocks.data(), blocks.size()));
     }
     r0 = r1;
   }
@@ -234,18 +232,7 @@ void CudaBackend::attention(int layer, const MatView& q, const AttentionParams& 
   const int g = kv_->group_of(layer);
   for (const Run& run : runs_) {
     const int seq = in_.seq[run.r0];
-    const KVView v = kv_->view(layer, seq);
-    DevKV d;
-    d.k_type = v.k_type;
-    d.v_type = v.v_type;
-    d.k = v.k;
-    d.v = v.v;
-    d.k_row_bytes = v.k_row_bytes;
-    d.v_row_bytes = v.v_row_bytes;
-    d.blocks = run.blocks[g];
-    d.block_size = v.block_size;
-    d.first_slot = v.first_slot;
-    d.n_tokens = kv_->n_tokens(seq);
+    const DevKV d = dev_kv(kv_->view(layer, seq), run.blocks[g], kv_->n_tokens(seq));
     const MatView qv{DType::F32, q.cols, run.r1 - run.r0, q.row_stride, q.row(run.r0)};
     const F32Mat ov{out.row(run.r0), out.cols, run.r1 - run.r0, out.stride};
     void* ws = attention_ws_.reserve(k_.attention_scratch_bytes(p, qv.rows, d.n_tokens));
@@ -253,8 +240,8 @@ void CudaBackend::attention(int layer, const MatView& q, const AttentionParams& 
   }
 }
 
-void CudaBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, const int32_t* rows,
-                              int64_t n, int head_dim, int32_t delta, const RopeParams& p) {
+void CudaBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows,
+                              const int32_t* rows, int64_t n, int head_dim, int32_t delta, const RopeParams& p) {
   // One device block: the row numbers, a delta per row, then the rows as f32.
   const size_t ints = static_cast<size_t>(2 * n);
   const size_t floats_at = (ints * sizeof(int32_t) + 255) / 256 * 256;
@@ -263,8 +250,6 @@ void CudaBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t 
   host.insert(host.end(), static_cast<size_t>(n), delta);
   rt_.upload(mem, host.data(), ints * sizeof(int32_t));
   const auto* dev_rows = reinterpret_cast<const int32_t*>(mem);
-  int64_t n_rows = 0;
-  for (int64_t r = 0; r < n; ++r) n_rows = std::max<int64_t>(n_rows, rows[r] + 1);
   const F32Mat f{reinterpret_cast<float*>(mem + floats_at), row_elems, n, row_elems};
   k_.get_rows(MatView{type, row_elems, n_rows, row_bytes, base}, dev_rows, n, f, nullptr);
   k_.rope(f, head_dim, dev_rows + n, p, nullptr);

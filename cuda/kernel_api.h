@@ -31,6 +31,23 @@ struct DevKV {
   int64_t n_tokens = 0;
 };
 
+// The DevKV of a sequence's KVView (kv/kv_cache.h) in the same memory: its block table as
+// the device copy `blocks`, and n_tokens, the tokens the sequence holds.
+inline DevKV dev_kv(const KVView& v, const int32_t* blocks, int64_t n_tokens) {
+  DevKV d;
+  d.k_type = v.k_type;
+  d.v_type = v.v_type;
+  d.k = v.k;
+  d.v = v.v;
+  d.k_row_bytes = v.k_row_bytes;
+  d.v_row_bytes = v.v_row_bytes;
+  d.blocks = blocks;
+  d.block_size = v.block_size;
+  d.first_slot = v.first_slot;
+  d.n_tokens = n_tokens;
+  return d;
+}
+
 class Kernels {
  public:
   virtual ~Kernels() = default;

@@ -96,20 +96,7 @@ struct PagedCache {
     return kv;
   }
 
-  ember::cuda::DevKV dev(const Case& c) const {
-    ember::cuda::DevKV kv;
-    kv.k_type = c.k_type;
-    kv.v_type = c.v_type;
-    kv.k = k.data();
-    kv.v = v.data();
-    kv.k_row_bytes = k_row_bytes;
-    kv.v_row_bytes = v_row_bytes;
-    kv.blocks = table.data();
-    kv.block_size = c.block_size;
-    kv.first_slot = c.first_slot;
-    kv.n_tokens = c.n_tokens;
-    return kv;
-  }
+  ember::cuda::DevKV dev(const Case& c) const { return ember::cuda::dev_kv(view(c), table.data(), c.n_tokens); }
 };
 
 std::vector<int32_t> positions(int32_t from, int32_t count) {

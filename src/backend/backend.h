@@ -118,9 +118,10 @@ class Backend {
   virtual void finish_logits(const F32Mat& target, float* host) = 0;
 
   // --- KV cache maintenance (context shift) ---
-  // K rows rows[0..n) (host array) of one layer's storage, rotated by `delta` positions.
-  virtual void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, const int32_t* rows,
-                           int64_t n, int head_dim, int32_t delta, const RopeParams& p) = 0;
+  // K rows rows[0..n) (host array) of one layer's storage of n_rows rows at base, rotated
+  // by `delta` positions.
+  virtual void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows,
+                           const int32_t* rows, int64_t n, int head_dim, int32_t delta, const RopeParams& p) = 0;
 };
 
 // Where a model's layers run: layers [first_device_layer, n_layer) on `device`, the ones

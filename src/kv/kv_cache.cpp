@@ -203,8 +203,13 @@ void* KVCache::k_row(int layer, int seq, Slot slot) {
   return groups_[g].pool->k_row(index_in_group_[layer], row_of(seqs_[seq].tables[g], slot.index));
 }
 
-int64_t KVCache::storage_row(int layer, int seq, Slot slot) const {
-  return row_of(seqs_[seq].tables[group_of_[layer]], slot.index);
+int64_t KVCache::storage_row(int group, int seq, Slot slot) const {
+  return row_of(seqs_[seq].tables[group], slot.index);
+}
+
+std::span<const int32_t> KVCache::held_blocks(int group, int seq) const {
+  const Table& t = seqs_[seq].tables[group];
+  return {t.blocks.data() + t.first, t.blocks.size() - static_cast<size_t>(t.first)};
 }
 
 void* KVCache::v_row(int layer, int seq, Slot slot) {
@@ -401,8 +406,10 @@ void KVCache::shift_group(int g, SeqState& st, int n_keep, int n_discard, int he
   drop_blocks_from(g, t, ceil_div(new_n, bs));
   if (moved.empty()) return;
   for (size_t i = 0; i < groups_[g].layers.size(); ++i)
-    backends_[groups_[g].layers[i]]->rerope_rows(cfg_.k_type, pool.k_data(static_cast<int>(i)), k_row_bytes_, cfg_.k_row, moved.data(),
-                         static_cast<int64_t>(moved.size()), head_dim, -n_discard, rope_for(groups_[g].layers[i]));
+    backends_[groups_[g].layers[i]]->rerope_rows(cfg_.k_type, pool.k_data(static_cast<int>(i)), k_row_bytes_, cfg_.k_row,
+                                                 static_cast<int64_t>(pool.n_blocks()) * bs, moved.data(),
+                                                 static_cast<int64_t>(moved.size()), head_dim, -n_discard,
+                                                 rope_for(groups_[g].layers[i]));
 }
 
 std::string KVCache::audit() const {

@@ -94,17 +94,19 @@ class KVCache {
   struct Slot { int64_t index; };   // token ordinal within the sequence
   Slot append(int seq, int32_t pos, int32_t token);
 
-  // Row pointers (backend memory) of token ordinal `slot` in layer `layer` of `seq`, and the
-  // row's number in the layer's storage (KVView::k + row * k_row_bytes).
+  // Row pointers (backend memory) of token ordinal `slot` in layer `layer` of `seq`.
   void* k_row(int layer, int seq, Slot slot);
   void* v_row(int layer, int seq, Slot slot);
-  int64_t storage_row(int layer, int seq, Slot slot) const;
 
   KVView view(int layer, int seq) const;
   // Layers that share block tables (one group per attention span), for backends that
   // prepare a table once per group.
   int n_groups() const { return static_cast<int>(groups_.size()); }
   int group_of(int layer) const { return group_of_[layer]; }
+  // The row of token ordinal `slot` of `seq` in the storage of every layer of `group`
+  // (KVView::k + row * k_row_bytes), and the blocks seq holds there (KVView::blocks).
+  int64_t storage_row(int group, int seq, Slot slot) const;
+  std::span<const int32_t> held_blocks(int group, int seq) const;
 
   // After a step that appended to `seq`: sliding-window groups give back blocks behind the
   // window, newly full blocks are published for prefix hits.

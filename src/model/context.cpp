@@ -42,7 +42,7 @@ static KVCacheConfig kv_config(const Hparams& hp, const ContextOptions& o, int n
 }
 
 Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& pool)
-    : model_(model), opts_(opts), pool_(pool) {
+    : model_(model), opts_(opts) {
   const Hparams& hp = model.hparams();
   n_ctx_ = opts.n_ctx > 0 ? opts.n_ctx : std::min(hp.n_ctx_train, 4096);
   if (opts.n_ctx < 0) fail(ErrorKind::InvalidArgument, "context size {} must be >= 0", opts.n_ctx);

@@ -200,7 +200,6 @@ class Context {
 
   const Model& model_;
   ContextOptions opts_;
-  ThreadPool& pool_;
   int n_ctx_ = 0;
   MemoryPlan plan_;
   std::unique_ptr<Backend> host_backend_, device_backend_;  // the CPU's for layers it keeps

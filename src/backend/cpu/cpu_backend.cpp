@@ -121,13 +121,11 @@ void CpuBackend::softcap(F32Mat a, float cap) {
 
 F32Mat CpuBackend::logits_target(float* host, int n_out, int n_vocab) { return F32Mat{host, n_vocab, n_out, n_vocab}; }
 
-void CpuBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, const int32_t* rows,
-                             int64_t n, int head_dim, int32_t delta, const RopeParams& p) {
+void CpuBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows,
+                             const int32_t* rows, int64_t n, int head_dim, int32_t delta, const RopeParams& p) {
   std::vector<float> buf(static_cast<size_t>(n * row_elems));
   std::vector<int32_t> deltas(static_cast<size_t>(n), delta);
   uint8_t* k = static_cast<uint8_t*>(base);
-  int64_t n_rows = 0;
-  for (int64_t r = 0; r < n; ++r) n_rows = std::max<int64_t>(n_rows, rows[r] + 1);
   const MatView table{type, row_elems, n_rows, row_bytes, k};
   const F32Mat f{buf.data(), row_elems, n, row_elems};
   ops::get_rows(pool_, table, rows, n, f);
