@@ -1,6 +1,9 @@
 #include "cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -8,6 +11,8 @@
 
 #include "cuda/device_runtime.h"
 #include "cuda/kernel_api.h"
+#include "cuda/step_graphs.h"
+#include "cuda/step_staging.h"
 #include "kv/kv_cache.h"
 #include "util/error.h"
 
@@ -30,18 +35,31 @@ class DeviceMemory final : public BackendBuffer {
 };
 
 // Device memory that grows to the largest size asked of it (workspaces, per-step tables).
+// Each growth moves it, so it counts a generation that captured graphs compare against.
 class GrowingBuffer {
  public:
-  explicit GrowingBuffer(DeviceRuntime& rt) : rt_(rt) {}
+  GrowingBuffer(DeviceRuntime& rt, uint64_t& generation) : rt_(rt), generation_(generation) {}
   void* reserve(size_t bytes) {
-    if (!mem_ || mem_->bytes() < bytes) mem_ = std::make_unique<DeviceMemory>(rt_, bytes);
+    if (!mem_ || mem_->bytes() < bytes) {
+      mem_.reset();
+      mem_ = std::make_unique<DeviceMemory>(rt_, bytes);
+      ++generation_;
+    }
     return mem_->data();
   }
 
  private:
   DeviceRuntime& rt_;
+  uint64_t& generation_;
   std::unique_ptr<DeviceMemory> mem_;
 };
+
+// EMBER_CUDA_GRAPHS=0 runs every step's kernels one launch at a time (as llama.cpp's
+// GGML_CUDA_DISABLE_GRAPHS), for comparisons and debugging.
+bool graphs_enabled() {
+  const char* v = std::getenv("EMBER_CUDA_GRAPHS");
+  return !(v && std::string(v) == "0");
+}
 
 // Weights uploaded once at load. A tensor bound twice (a head tied to the embeddings) is
 // uploaded once.
@@ -69,7 +87,7 @@ class CudaWeightStore final : public WeightStore {
     auto it = uploaded_.find(host);
     if (it != uploaded_.end()) return it->second;
     auto mem = std::make_unique<DeviceMemory>(rt_, bytes);
-    rt_.upload(mem->data(), host, bytes);
+    rt_.upload(mem->data(), host, bytes, nullptr);
     bytes_ += bytes;
     uploaded_[host] = mem->data();
     owned_.push_back(std::move(mem));
@@ -83,177 +101,241 @@ class CudaWeightStore final : public WeightStore {
   size_t bytes_ = 0;
 };
 
+// Every op is enqueued on the backend's stream; a step's ops are recorded into a CUDA
+// graph or replayed from one (step_graphs.h) when the whole model runs here.
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(DeviceKind kind)
-      : kind_(kind), rt_(runtime_for(kind)), k_(kernels_for(kind)), step_ints_(rt_), matmul_ws_(rt_), normed_q8_(rt_),
-        attention_ws_(rt_), logits_(rt_), rerope_(rt_) {}
+      : kind_(kind), rt_(runtime_for(kind)), k_(kernels_for(kind)), stream_(rt_.create_stream()),
+        graphs_(rt_, stream_, graphs_enabled()), step_ints_(rt_, generation_), matmul_ws_(rt_, generation_),
+        normed_q8_(rt_, generation_), attention_ws_(rt_, generation_), logits_(rt_, generation_),
+        rerope_(rt_, generation_) {}
+  ~CudaBackend() override {
+    graphs_.abandon();
+    rt_.destroy_stream(stream_);
+  }
 
   DeviceKind kind() const override { return kind_; }
   std::string describe() const override { return rt_.describe(); }
   size_t memory_available() const override { return rt_.free_memory(); }
-  std::unique_ptr<BackendBuffer> allocate(size_t bytes) override { return std::make_unique<DeviceMemory>(rt_, bytes); }
-  void copy(void* dst, const void* src, size_t bytes) override { rt_.copy(dst, src, bytes); }
-  void write(void* dst, const void* host, size_t bytes) override { rt_.upload(dst, host, bytes); }
-  void read(void* host, const void* src, size_t bytes) override { rt_.download(host, src, bytes); }
+  std::unique_ptr<BackendBuffer> allocate(size_t bytes) override {
+    ++generation_;
+    return std::make_unique<DeviceMemory>(rt_, bytes);
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    outside_graphs("copy");
+    rt_.copy(dst, src, bytes, stream_);
+  }
+  void write(void* dst, const void* host, size_t bytes) override {
+    outside_graphs("write");
+    rt_.upload(dst, host, bytes, stream_);
+  }
+  void read(void* host, const void* src, size_t bytes) override {
+    outside_graphs("read");
+    rt_.download(host, src, bytes, stream_);
+  }
   // Workspaces grow on first use to what the shapes need (a few MiB at most).
   size_t scratch_bytes(int, int) const override { return 0; }
 
   void begin_step(KVCache& kv, const StepInputs& in) override;
+  void end_step() override;
   void embed(const MatView& table, float scale, F32Mat x) override {
-    k_.get_rows(table, dev_tokens_, in_.n_tokens, x, nullptr);
-    if (scale != 1.0f) k_.scale(x, scale, nullptr);
+    if (replayed(Op::Embed, table, x, scale)) return;
+    k_.get_rows(table, dev_ints(step_.tokens), step_.shape.n_tokens, x, stream_);
+    if (scale != 1.0f) k_.scale(x, scale, stream_);
   }
-  void rms_norm(const MatView& x, const float* w, float eps, F32Mat y) override { k_.rms_norm(x, w, eps, y, nullptr); }
-  void rope(F32Mat x, int head_dim, const RopeParams& p) override { k_.rope(x, head_dim, dev_pos_, p, nullptr); }
-  void add(F32Mat a, const MatView& b) override { k_.add(a, b, nullptr); }
+  void rms_norm(const MatView& x, const float* w, float eps, F32Mat y) override {
+    if (replayed(Op::RmsNorm, x, w, y)) return;
+    k_.rms_norm(x, w, eps, y, stream_);
+  }
+  void rope(F32Mat x, int head_dim, const RopeParams& p) override {
+    if (replayed(Op::Rope, x, head_dim)) return;
+    k_.rope(x, head_dim, dev_ints(step_.pos), p, stream_);
+  }
+  void add(F32Mat a, const MatView& b) override {
+    if (replayed(Op::Add, a, b)) return;
+    k_.add(a, b, stream_);
+  }
   void matmul(const MatView& w, const MatView& x, F32Mat y) override {
-    void* ws = matmul_ws_.reserve(k_.matmul_scratch_bytes(w, x.rows));
-    k_.matmul(w, x, y, ws, nullptr);
+    if (replayed(Op::Matmul, w, x, y)) return;
+    enqueue_matmul(w, x, y);
   }
   void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatmulInput& in) override {
+    Signature sig(static_cast<uint64_t>(Op::MatmulSameInput));
+    for (const ops::MatmulTarget& t : targets) sign(sign(sig, t.w), t.y);
+    if (replayed_signed(sign(sig, in))) return;
     bool quantised = true;
     for (const ops::MatmulTarget& t : targets) quantised = quantised && is_quantised(t.w.type);
     const MatView x = matmul_input(in, quantised);
-    for (const ops::MatmulTarget& t : targets) matmul(t.w, x, t.y);
+    for (const ops::MatmulTarget& t : targets) enqueue_matmul(t.w, x, t.y);
   }
   void gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatmulInput& in, F32Mat, F32Mat,
                 F32Mat out) override {
+    Signature sig(static_cast<uint64_t>(Op::GatedUp));
+    if (replayed_signed(sign(sign(sign(sign(sig, w_gate), w_up), in), out) << static_cast<uint64_t>(act))) return;
     const MatView x = matmul_input(in, is_quantised(w_gate.type) && is_quantised(w_up.type));
     void* ws = matmul_ws_.reserve(k_.matmul_glu_scratch_bytes(w_gate, x.rows));
-    k_.matmul_glu(w_gate, w_up, act == Activation::GELU, x, out, ws, nullptr);
+    k_.matmul_glu(w_gate, w_up, act == Activation::GELU, x, out, ws, stream_);
   }
   void rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) override;
   void attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) override;
   void gather_out_rows(const F32Mat& x, F32Mat out) override {
+    if (replayed(Op::GatherOut, x, out)) return;
     k_.get_rows(MatView{DType::F32, x.cols, x.rows, static_cast<size_t>(x.stride) * sizeof(float), x.data},
-                dev_out_rows_, in_.n_out, out, nullptr);
+                dev_ints(step_.out_rows), step_.shape.n_out, out, stream_);
   }
-  void softcap(F32Mat a, float cap) override { k_.softcap(a, cap, nullptr); }
+  void softcap(F32Mat a, float cap) override {
+    if (replayed(Op::Softcap, a, cap)) return;
+    k_.softcap(a, cap, stream_);
+  }
   F32Mat logits_target(float*, int n_out, int n_vocab) override {
     const size_t n = static_cast<size_t>(n_out) * n_vocab;
-    return F32Mat{static_cast<float*>(logits_.reserve(n * sizeof(float))), n_vocab, n_out, n_vocab};
+    return F32Mat{static_cast<float*>(reserve(logits_, n * sizeof(float))), n_vocab, n_out, n_vocab};
   }
+  // Read back at end_step, once the step's graph (if any) is launched.
   void finish_logits(const F32Mat& t, float* host) override {
-    rt_.download(host, t.data, static_cast<size_t>(t.rows) * t.cols * sizeof(float));
+    pending_logits_ = t;
+    pending_host_ = host;
   }
   void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows, const int32_t* rows,
                    int64_t n, int head_dim, int32_t delta, const RopeParams& p) override;
 
  private:
-  // Per sequence run of the step: its rows and, per KV group, its block table on the device.
-  struct Run {
-    int r0 = 0, r1 = 0;
-    std::vector<const int32_t*> blocks;  // per group
-  };
+  enum class Op : uint64_t { Embed = 1, RmsNorm, Rope, Add, Matmul, MatmulSameInput, GatedUp, RopeStoreKV, Attention,
+                             GatherOut, Softcap };
   static bool is_quantised(DType t) { return t != DType::F32 && t != DType::F16 && t != DType::BF16; }
+
+  static Signature& sign(Signature& s, const MatView& m) {
+    return s << m.data << static_cast<uint64_t>(m.type) << static_cast<uint64_t>(m.rows)
+             << static_cast<uint64_t>(m.cols) << static_cast<uint64_t>(m.row_stride);
+  }
+  static Signature& sign(Signature& s, const F32Mat& m) {
+    return s << m.data << static_cast<uint64_t>(m.rows) << static_cast<uint64_t>(m.cols)
+             << static_cast<uint64_t>(m.stride);
+  }
+  static Signature& sign(Signature& s, const MatmulInput& in) { return sign(sign(s, in.x), in.normed) << in.norm_w; }
+  static Signature& sign(Signature& s, const float* p) { return s << static_cast<const void*>(p); }
+  static Signature& sign(Signature& s, float v) { return s << static_cast<uint64_t>(std::bit_cast<uint32_t>(v)); }
+  static Signature& sign(Signature& s, int v) { return s << static_cast<uint64_t>(static_cast<uint32_t>(v)); }
+  // True when the op belongs to a replayed step (not enqueued: the graph holds it).
+  template <class... A>
+  bool replayed(Op op, const A&... args) {
+    if (graphs_.direct()) return false;
+    Signature s(static_cast<uint64_t>(op));
+    (sign(s, args), ...);
+    return graphs_.skip(s.value());
+  }
+  bool replayed_signed(const Signature& s) { return !graphs_.direct() && graphs_.skip(s.value()); }
+  void outside_graphs(const char* what) const {
+    if (!graphs_.direct()) fail(ErrorKind::Internal, "cuda: {} inside a captured step", what);
+  }
+  // A workspace; growing one while a stream captures would bake memory about to be freed.
+  void* reserve(GrowingBuffer& b, size_t bytes) {
+    const uint64_t before = generation_;
+    void* p = b.reserve(bytes);
+    if (generation_ != before && !graphs_.direct())
+      fail(ErrorKind::Internal, "cuda: a workspace grew to {} bytes inside a captured step", bytes);
+    return p;
+  }
+  const int32_t* dev_ints(size_t offset) const { return dev_step_ + offset; }
+
+  void enqueue_matmul(const MatView& w, const MatView& x, F32Mat y) {
+    void* ws = reserve(matmul_ws_, k_.matmul_scratch_bytes(w, x.rows));
+    k_.matmul(w, x, y, ws, stream_);
+  }
   // The matmuls' input: for quantised weights the q8_1 activations of the normalised x come
   // straight from x (rms_norm fused into the quantisation, no f32 round trip); float
   // weights read the normalised rows, computed into in.normed first.
   MatView matmul_input(const MatmulInput& in, bool quantised) {
     if (!in.norm_w) return in.x;
     if (!quantised) {
-      k_.rms_norm(in.x, in.norm_w, in.eps, in.normed, nullptr);
+      k_.rms_norm(in.x, in.norm_w, in.eps, in.normed, stream_);
       return as_view(in.normed);
     }
-    void* xq = normed_q8_.reserve(k_.quantize_normed_bytes(in.x.cols, in.x.rows));
-    k_.quantize_normed(in.x, in.norm_w, in.eps, xq, nullptr);
+    void* xq = reserve(normed_q8_, k_.quantize_normed_bytes(in.x.cols, in.x.rows));
+    k_.quantize_normed(in.x, in.norm_w, in.eps, xq, stream_);
     return MatView{DType::Q8_1, in.x.cols, in.x.rows, dtype_row_bytes(DType::Q8_1, in.x.cols), xq};
-  }
-  // Host ints staged for one upload; returns the offset of the appended ints.
-  size_t stage(const int32_t* v, size_t n) {
-    const size_t at = staged_.size();
-    staged_.insert(staged_.end(), v, v + n);
-    return at;
   }
 
   DeviceKind kind_;
   DeviceRuntime& rt_;
   const Kernels& k_;
+  Stream stream_;
+  uint64_t generation_ = 0;  // counts reallocations of memory a graph may point to
+  StepGraphs graphs_;
   GrowingBuffer step_ints_, matmul_ws_, normed_q8_, attention_ws_, logits_, rerope_;
   KVCache* kv_ = nullptr;
-  StepInputs in_;
-  std::vector<int32_t> staged_;
-  const int32_t* dev_tokens_ = nullptr;
-  const int32_t* dev_pos_ = nullptr;
-  const int32_t* dev_out_rows_ = nullptr;
-  std::vector<const int32_t*> dev_kv_rows_;  // per group: storage row of each token
-  std::vector<Run> runs_;
+  StagedStep step_;
+  const int32_t* dev_step_ = nullptr;  // step_.ints on the device
+  F32Mat pending_logits_{};
+  float* pending_host_ = nullptr;
 };
 
-// Uploads everything the step's kernels index by (tokens, positions, output rows, each
-// token's KV storage row and each run's block tables) in one copy.
+// Uploads everything the step's kernels index by in one copy, then lets the step graphs
+// decide: run, capture or replay. Graphs only when every layer's KV lives here (a split
+// model moves activations through the host mid-step).
 void CudaBackend::begin_step(KVCache& kv, const StepInputs& in) {
+  graphs_.abandon();  // a step that failed half way
   kv_ = &kv;
-  in_ = in;
-  const int n = in.n_tokens, n_groups = kv.n_groups();
+  pending_host_ = nullptr;
+  stage_step(kv, in, step_);
+  const size_t bytes = std::max<size_t>(step_.ints.size(), 1) * sizeof(int32_t);
+  dev_step_ = static_cast<const int32_t*>(step_ints_.reserve(bytes));
+  rt_.upload(const_cast<int32_t*>(dev_step_), step_.ints.data(), step_.ints.size() * sizeof(int32_t), stream_);
+  if (kv.all_layers_on(this))
+    graphs_.begin(step_.shape, generation_);
+}
 
-  staged_.clear();
-  const size_t tokens_at = stage(in.tokens, n), pos_at = stage(in.pos, n), out_at = stage(in.out_rows, in.n_out);
-  std::vector<size_t> rows_at(n_groups);
-  for (int g = 0; g < n_groups; ++g) {
-    rows_at[g] = staged_.size();
-    for (int t = 0; t < n; ++t)
-      staged_.push_back(static_cast<int32_t>(kv.storage_row(g, in.seq[t], KVCache::Slot{in.slots[t]})));
+void CudaBackend::end_step() {
+  graphs_.end();
+  if (pending_host_) {
+    const F32Mat& t = pending_logits_;
+    rt_.download(pending_host_, t.data, static_cast<size_t>(t.rows) * t.cols * sizeof(float), stream_);
+    pending_host_ = nullptr;
   }
-  runs_.clear();
-  std::vector<std::vector<size_t>> blocks_at;
-  for (int r0 = 0; r0 < n;) {
-    int r1 = r0 + 1;
-    while (r1 < n && in.seq[r1] == in.seq[r0]) ++r1;
-    runs_.push_back(Run{r0, r1, {}});
-    blocks_at.emplace_back();
-    for (int g = 0; g < n_groups; ++g) {
-      const std::span<const int32_t> blocks = kv.held_blocks(g, in.seq[r0]);
-      blocks_at.back().push_back(stage(blocks.data(), blocks.size()));
-    }
-    r0 = r1;
-  }
-  auto* base = static_cast<int32_t*>(step_ints_.reserve(std::max<size_t>(staged_.size(), 1) * sizeof(int32_t)));
-  rt_.upload(base, staged_.data(), staged_.size() * sizeof(int32_t));
-  dev_tokens_ = base + tokens_at;
-  dev_pos_ = base + pos_at;
-  dev_out_rows_ = base + out_at;
-  dev_kv_rows_.assign(n_groups, nullptr);
-  for (int g = 0; g < n_groups; ++g) dev_kv_rows_[g] = base + rows_at[g];
-  for (size_t r = 0; r < runs_.size(); ++r)
-    for (int g = 0; g < n_groups; ++g) runs_[r].blocks.push_back(base + blocks_at[r][g]);
 }
 
 void CudaBackend::rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) {
-  const KVView view = kv_->view(layer, in_.seq[0]);
-  const int32_t* rows = dev_kv_rows_[kv_->group_of(layer)];
-  k_.rope(q, head_dim, dev_pos_, p, nullptr);
-  k_.rope_store_rows(k, head_dim, dev_pos_, p, view.k_type, const_cast<void*>(view.k), view.k_row_bytes, rows, nullptr);
-  k_.store_rows(as_view(v), view.v_type, const_cast<void*>(view.v), view.v_row_bytes, rows, nullptr);
+  if (replayed(Op::RopeStoreKV, layer, q, k, v, head_dim)) return;
+  const KVView view = kv_->view(layer, 0);  // the layer's storage (any sequence's view names it)
+  const int32_t* rows = dev_ints(step_.kv_rows[kv_->group_of(layer)]);
+  const int32_t* pos = dev_ints(step_.pos);
+  k_.rope(q, head_dim, pos, p, stream_);
+  k_.rope_store_rows(k, head_dim, pos, p, view.k_type, const_cast<void*>(view.k), view.k_row_bytes, rows, stream_);
+  k_.store_rows(as_view(v), view.v_type, const_cast<void*>(view.v), view.v_row_bytes, rows, stream_);
 }
 
+// One launch per sequence run, each over its own table; the launches depend on the table's
+// capacity, not on how much of it the sequence holds.
 void CudaBackend::attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) {
+  if (replayed(Op::Attention, layer, q, out)) return;
   const int g = kv_->group_of(layer);
-  for (const Run& run : runs_) {
-    const int seq = in_.seq[run.r0];
-    const DevKV d = dev_kv(kv_->view(layer, seq), run.blocks[g], kv_->n_tokens(seq));
-    const MatView qv{DType::F32, q.cols, run.r1 - run.r0, q.row_stride, q.row(run.r0)};
-    const F32Mat ov{out.row(run.r0), out.cols, run.r1 - run.r0, out.stride};
-    void* ws = attention_ws_.reserve(k_.attention_scratch_bytes(p, qv.rows, d.n_tokens));
-    k_.attention(qv, dev_pos_ + run.r0, d, p, ov, ws, nullptr);
+  const KVView view = kv_->view(layer, 0);  // the layer's storage (any sequence's view names it)
+  for (size_t r = 0; r < step_.tables.size(); ++r) {
+    const int r0 = step_.run_first[r], n = step_.shape.run_lengths[r];
+    const DevKV d = dev_kv(view, dev_ints(step_.tables[r][g]), step_.table_blocks);
+    const MatView qv{DType::F32, q.cols, n, q.row_stride, q.row(r0)};
+    const F32Mat ov{out.row(r0), out.cols, n, out.stride};
+    void* ws = reserve(attention_ws_, k_.attention_scratch_bytes(p, n, d.capacity));
+    k_.attention(qv, dev_ints(step_.pos) + r0, d, p, ov, ws, stream_);
   }
 }
 
 void CudaBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows,
                               const int32_t* rows, int64_t n, int head_dim, int32_t delta, const RopeParams& p) {
+  outside_graphs("rerope_rows");
   // One device block: the row numbers, a delta per row, then the rows as f32.
   const size_t ints = static_cast<size_t>(2 * n);
   const size_t floats_at = (ints * sizeof(int32_t) + 255) / 256 * 256;
   auto* mem = static_cast<uint8_t*>(rerope_.reserve(floats_at + static_cast<size_t>(n * row_elems) * sizeof(float)));
   std::vector<int32_t> host(rows, rows + n);
   host.insert(host.end(), static_cast<size_t>(n), delta);
-  rt_.upload(mem, host.data(), ints * sizeof(int32_t));
+  rt_.upload(mem, host.data(), ints * sizeof(int32_t), stream_);
   const auto* dev_rows = reinterpret_cast<const int32_t*>(mem);
   const F32Mat f{reinterpret_cast<float*>(mem + floats_at), row_elems, n, row_elems};
-  k_.get_rows(MatView{type, row_elems, n_rows, row_bytes, base}, dev_rows, n, f, nullptr);
-  k_.rope(f, head_dim, dev_rows + n, p, nullptr);
-  k_.store_rows(as_view(f), type, base, row_bytes, dev_rows, nullptr);
+  k_.get_rows(MatView{type, row_elems, n_rows, row_bytes, base}, dev_rows, n, f, stream_);
+  k_.rope(f, head_dim, dev_rows + n, p, stream_);
+  k_.store_rows(as_view(f), type, base, row_bytes, dev_rows, stream_);
 }
 
 }  // namespace

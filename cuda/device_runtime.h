@@ -1,23 +1,46 @@
-// Device memory as the CUDA backend's host code uses it: allocate, copy, free, wait. Two
+// Device memory, streams and graphs as the CUDA backend's host code uses them. Two
 // implementations: the GPU (cuda/device_runtime_gpu.cu, CUDA runtime calls checked with file
 // and line) and the host (cuda/device_runtime_host.cpp: "device" memory is host memory, for
 // the kernels run by cuda/cpu_exec). Plain C++, no CUDA header.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 
+#include "cuda/stream.h"
+
 namespace ember::cuda {
+
+// Work captured from a stream (a CUDA graph), replayed with one launch: every kernel with the
+// arguments it had at capture, so what changes between replays must be device data.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  virtual void launch(Stream s) = 0;
+};
 
 class DeviceRuntime {
  public:
   virtual ~DeviceRuntime() = default;
   virtual std::string describe() const = 0;        // "cuda:0 NVIDIA H200 (139.7 GiB, sm_90)"
   virtual size_t free_memory() const = 0;          // bytes free on the device now
-  virtual void* allocate(size_t bytes) = 0;        // zero-filled; throws OutOfMemory naming the size
+  // Zero-filled and ready when this returns; throws OutOfMemory naming the size. Never
+  // while a stream captures.
+  virtual void* allocate(size_t bytes) = 0;
   virtual void release(void* p) noexcept = 0;
-  virtual void upload(void* dst, const void* host, size_t bytes) = 0;
-  virtual void download(void* host, const void* src, size_t bytes) = 0;  // waits for the work before it
-  virtual void copy(void* dst, const void* src, size_t bytes) = 0;      // device to device, in order
+
+  // Streams of the backend's work (blocking: they also wait for the default stream's).
+  virtual Stream create_stream() = 0;
+  virtual void destroy_stream(Stream s) noexcept = 0;
+  // Enqueued on s: nullptr, the default stream, waits for the copy. `host` may be reused
+  // once upload returns.
+  virtual void upload(void* dst, const void* host, size_t bytes, Stream s) = 0;
+  virtual void download(void* host, const void* src, size_t bytes, Stream s) = 0;  // waits for s
+  virtual void copy(void* dst, const void* src, size_t bytes, Stream s) = 0;      // device to device
+
+  // Between the two, the work enqueued on s is recorded into the graph, not run.
+  virtual void begin_capture(Stream s) = 0;
+  virtual std::unique_ptr<DeviceGraph> end_capture(Stream s) = 0;
 };
 
 DeviceRuntime& host_runtime();

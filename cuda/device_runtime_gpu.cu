@@ -1,4 +1,4 @@
-// The CUDA runtime behind DeviceRuntime: device 0, the default stream, every call checked.
+// The CUDA runtime behind DeviceRuntime: device 0, every call checked.
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
@@ -9,6 +9,16 @@
 
 namespace ember::cuda {
 namespace {
+
+class GpuGraph final : public DeviceGraph {
+ public:
+  explicit GpuGraph(cudaGraphExec_t exec) : exec_(exec) {}
+  ~GpuGraph() override { cudaGraphExecDestroy(exec_); }
+  void launch(Stream s) override { EMBER_CUDA_CHECK(cudaGraphLaunch(exec_, static_cast<cudaStream_t>(s))); }
+
+ private:
+  cudaGraphExec_t exec_;
+};
 
 class GpuRuntime final : public DeviceRuntime {
  public:
@@ -35,19 +45,47 @@ class GpuRuntime final : public DeviceRuntime {
     void* p = nullptr;
     EMBER_CUDA_CHECK(cudaMalloc(&p, bytes));
     EMBER_CUDA_CHECK(cudaMemset(p, 0, bytes));
+    EMBER_CUDA_CHECK(cudaDeviceSynchronize());  // zeroed before any stream uses it
     return p;
   }
   void release(void* p) noexcept override {
     if (p) cudaFree(p);
   }
-  void upload(void* dst, const void* host, size_t bytes) override {
-    if (bytes) EMBER_CUDA_CHECK(cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice));
+  Stream create_stream() override {
+    cudaStream_t s = nullptr;
+    EMBER_CUDA_CHECK(cudaStreamCreate(&s));
+    return s;
   }
-  void download(void* host, const void* src, size_t bytes) override {
-    if (bytes) EMBER_CUDA_CHECK(cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost));
+  void destroy_stream(Stream s) noexcept override {
+    if (s) cudaStreamDestroy(static_cast<cudaStream_t>(s));
   }
-  void copy(void* dst, const void* src, size_t bytes) override {
-    if (bytes) EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr));
+  // From pageable host memory: the driver stages the bytes before the call returns.
+  void upload(void* dst, const void* host, size_t bytes, Stream s) override {
+    if (!bytes) return;
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(s)));
+    if (!s) EMBER_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+  }
+  void download(void* host, const void* src, size_t bytes, Stream s) override {
+    if (!bytes) return;
+    EMBER_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(s)));
+    EMBER_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
+  }
+  void copy(void* dst, const void* src, size_t bytes, Stream s) override {
+    if (bytes)
+      EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s)));
+  }
+  // Thread-local mode: another thread's CUDA calls neither break nor join the capture.
+  void begin_capture(Stream s) override {
+    EMBER_CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal));
+  }
+  std::unique_ptr<DeviceGraph> end_capture(Stream s) override {
+    cudaGraph_t graph = nullptr;
+    EMBER_CUDA_CHECK(cudaStreamEndCapture(static_cast<cudaStream_t>(s), &graph));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    EMBER_CUDA_CHECK(made);
+    return std::make_unique<GpuGraph>(exec);
   }
 
  private:

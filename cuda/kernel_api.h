@@ -9,15 +9,18 @@
 #include <cstdint>
 
 #include "backend/ops.h"
+#include "cuda/stream.h"
 
 namespace ember::cuda {
 
-using Stream = void*;  // cudaStream_t; nullptr is the default stream
-
 // One sequence's keys and values in one layer, as attention reads them from the paged pool
-// (kv/block_pool.h): the sequence holds ordinals [first_slot, n_tokens), ordinal o sits in
-// physical row blocks[(o - first_slot) / block_size] * block_size + o % block_size of k and v
-// and holds the key at position o. Ordinals below first_slot were given back (sliding window).
+// (kv/block_pool.h). What changes from step to step lives in device memory, `table`:
+//   table[0] = first_slot, table[1] = n_tokens, table[2 + i] = physical block i;
+// the sequence holds ordinals [first_slot, n_tokens), ordinal o sits in physical row
+// table[2 + (o - first_slot) / block_size] * block_size + o % block_size of k and v and holds
+// the key at position o; ordinals below first_slot were given back (sliding window). The
+// launch depends only on the fields here, never on the table's contents, so a CUDA graph
+// captured once replays for any length up to `capacity`.
 struct DevKV {
   DType k_type = DType::F16;
   DType v_type = DType::F16;
@@ -25,15 +28,15 @@ struct DevKV {
   const void* v = nullptr;
   size_t k_row_bytes = 0;
   size_t v_row_bytes = 0;
-  const int32_t* blocks = nullptr;  // device array, one entry per block from first_slot on
-  int block_size = 32;              // a multiple of 32
-  int64_t first_slot = 0;           // a multiple of block_size
-  int64_t n_tokens = 0;
+  const int32_t* table = nullptr;  // device array of kDevKVHeader + capacity / block_size entries
+  int block_size = 32;             // a multiple of 32
+  int64_t capacity = 0;            // keys the table can hold from first_slot: a multiple of block_size
 };
+constexpr int kDevKVHeader = 2;  // first_slot, n_tokens
 
-// The DevKV of a sequence's KVView (kv/kv_cache.h) in the same memory: its block table as
-// the device copy `blocks`, and n_tokens, the tokens the sequence holds.
-inline DevKV dev_kv(const KVView& v, const int32_t* blocks, int64_t n_tokens) {
+// The DevKV of a sequence's KVView (kv/kv_cache.h) whose table (header and blocks) is the
+// device array `table`, room for capacity_blocks blocks.
+inline DevKV dev_kv(const KVView& v, const int32_t* table, int64_t capacity_blocks) {
   DevKV d;
   d.k_type = v.k_type;
   d.v_type = v.v_type;
@@ -41,10 +44,9 @@ inline DevKV dev_kv(const KVView& v, const int32_t* blocks, int64_t n_tokens) {
   d.v = v.v;
   d.k_row_bytes = v.k_row_bytes;
   d.v_row_bytes = v.v_row_bytes;
-  d.blocks = blocks;
+  d.table = table;
   d.block_size = v.block_size;
-  d.first_slot = v.first_slot;
-  d.n_tokens = n_tokens;
+  d.capacity = capacity_blocks * v.block_size;
   return d;
 }
 
@@ -90,8 +92,8 @@ class Kernels {
   virtual void matmul_glu(const MatView& w_gate, const MatView& w_up, bool gelu, const MatView& x, F32Mat out,
                           void* scratch, Stream s) const = 0;
   // ops::attention over one sequence's paged cache (q_pos a device array of q.rows
-  // positions); scratch holds attention_scratch_bytes(p, q.rows, kv.n_tokens).
-  virtual size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t n_kv) const = 0;
+  // positions); scratch holds attention_scratch_bytes(p, q.rows, kv.capacity).
+  virtual size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t capacity) const = 0;
   virtual void attention(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
                          F32Mat out, void* scratch, Stream s) const = 0;
 };

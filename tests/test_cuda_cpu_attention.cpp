@@ -5,7 +5,9 @@
 // given-back blocks (first_slot > 0), queries that see no key, f32/f16/q8_0/q4_0 K and V,
 // head_dim 64/128/256 (the exact tile widths) and 16/32/80/96 (padded ones; 16 with
 // quantised heads that straddle 32-blocks), decode (chunked, combined) and prefill shapes;
-// outputs strided and sentinel-fenced, scratch fenced, and in shuffled thread order.
+// outputs strided and sentinel-fenced, scratch fenced, and in shuffled thread order. The
+// device table has room for more blocks than the sequence holds (entries naming a NaN
+// block), as the backend plans by capacity: chunks past the live keys must read nothing.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -36,6 +38,7 @@ struct Case {
   int window;
   float softcap;
   std::vector<int32_t> q_pos;
+  int spare_blocks = 3;  // table entries past the sequence's blocks (planned for, never read)
 };
 
 ember::AttentionParams params_of(const Case& c) {
@@ -53,6 +56,7 @@ ember::AttentionParams params_of(const Case& c) {
 // blocks of a shuffled table; every other row (spare blocks, the last block's tail) NaN bytes.
 struct PagedCache {
   std::vector<int32_t> table;
+  std::vector<int32_t> dev_table;  // DevKV::table: first_slot, n_tokens, table, spare entries
   std::vector<int32_t> slot_pos;  // per physical row, -1 when empty (the reference's view)
   std::vector<uint8_t> k, v;
   size_t k_row_bytes = 0, v_row_bytes = 0;
@@ -78,7 +82,12 @@ struct PagedCache {
       ember::ops::store_row(rng.uniform(cols, -2.0f, 2.0f).data(), cols, c.k_type, k.data() + row * k_row_bytes);
       ember::ops::store_row(rng.uniform(cols, -2.0f, 2.0f).data(), cols, c.v_type, v.data() + row * v_row_bytes);
     }
+    dev_table = {static_cast<int32_t>(c.first_slot), static_cast<int32_t>(c.n_tokens)};
+    dev_table.insert(dev_table.end(), table.begin(), table.end());
+    dev_table.insert(dev_table.end(), static_cast<size_t>(c.spare_blocks), phys[static_cast<size_t>(n_blocks)]);
+    capacity_blocks = n_blocks + c.spare_blocks;  // the spare entries name a NaN block
   }
+  int64_t capacity_blocks = 0;
 
   ember::KVView view(const Case& c) const {
     ember::KVView kv;
@@ -96,7 +105,9 @@ struct PagedCache {
     return kv;
   }
 
-  ember::cuda::DevKV dev(const Case& c) const { return ember::cuda::dev_kv(view(c), table.data(), c.n_tokens); }
+  ember::cuda::DevKV dev(const Case& c) const {
+    return ember::cuda::dev_kv(view(c), dev_table.data(), capacity_blocks);
+  }
 };
 
 std::vector<int32_t> positions(int32_t from, int32_t count) {
@@ -120,12 +131,13 @@ int run_case(const Case& c, uint64_t seed) {
 
   check::StridedF32 q_in(q, n_q, cols, 3);
   check::StridedF32 out(n_q, cols, 5);  // unwritten elements keep the pad sentinel
-  check::GuardedBuffer scratch(ember::cuda::attention_scratch_bytes(p, n_q, c.n_tokens));
-  ember::cuda::launch_attention(q_in.view(), c.q_pos.data(), cache.dev(c), p, out.mat(), scratch.data(), nullptr);
+  const ember::cuda::DevKV kv = cache.dev(c);
+  check::GuardedBuffer scratch(ember::cuda::attention_scratch_bytes(p, n_q, kv.capacity));
+  ember::cuda::launch_attention(q_in.view(), c.q_pos.data(), kv, p, out.mat(), scratch.data(), nullptr);
   CHECK(out.guards_intact());
   CHECK(scratch.guards_intact());
   check::expect_close(out.dense(), want, 1e-8, c.name);
-  return ember::cuda::attention_plan(p, n_q, c.n_tokens - c.first_slot).n_chunks;
+  return ember::cuda::attention_plan(p, n_q, kv.capacity).n_chunks;
 }
 
 std::vector<Case> cases() {
@@ -141,7 +153,7 @@ std::vector<Case> cases() {
       {"prefill 8:2 q8_0/q4_0 d64 window first_slot", 8, 2, 64, DType::Q8_0, DType::Q4_0, 64, 128, 300, 100, 0.0f,
        window_q},
       {"prefill 4:4 q4_0/q8_0 d128 softcap one chunk", 4, 4, 128, DType::Q4_0, DType::Q8_0, 32, 0, 40, 0, 3.0f,
-       early_q},
+       early_q, 0},
       {"verify 8:2 f16/q8_0 d256 window", 8, 2, 256, DType::F16, DType::Q8_0, 32, 32, 200, 64, 0.0f,
        {150, 199, 40}},
       {"decode 4:4 f32/f16 d128 first_slot window", 4, 4, 128, DType::F32, DType::F16, 64, 64, 290, 70, 0.0f, {289}},
@@ -206,7 +218,9 @@ TEST_CASE("cpu_exec: launch_attention refuses what the kernels cannot do") {
   bad.n_head = 64;
   bad.n_head_kv = 1;
   ember::cuda::DevKV kv = cache.dev(c);
-  kv.n_tokens = 0;  // no keys to read: only the checks differ
+  std::vector<int32_t> empty = cache.dev_table;
+  empty[1] = empty[0];  // no keys to read: only the checks differ
+  kv.table = empty.data();
   CHECK_NOTHROW(attempt(bad, kv));
   kv.k_type = DType::Q8_0;
   CHECK_THROWS_AS(attempt(bad, kv), ember::Error);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cuda/cpu_exec/cuda_compat.h"
+#include "cuda/cpu_exec/capture.h"
 #include "cuda/cpu_exec/launch.h"
 #include "util/error.h"
 
@@ -345,4 +346,28 @@ TEST_CASE("cpu_exec: half and bfloat16 conversions round to nearest even") {
   CHECK(f.x == 0.25f);
   CHECK(f.y == -3.0f);
   CHECK(__half2float(__hadd(__float2half(1.0f), __float2half(0.5f))) == 1.5f);
+}
+
+TEST_CASE("cpu_exec: a capturing stream records launches with their arguments, a graph replays them") {
+  using ember::cpu_exec::launch_on;
+  int stream_token = 0, other_token = 0;
+  const void* s = &stream_token;
+  std::vector<int> out(2, 0);
+  int value = 5;
+  ember::cpu_exec::begin_capture(s);
+  CHECK_THROWS_AS(ember::cpu_exec::begin_capture(s), ember::Error);
+  launch_on(s, 1, 2, 0, own_arguments, value, out.data());  // recorded, not run
+  launch_on(&other_token, 1, 1, 0, own_arguments, 1, out.data() + 1);  // another stream runs now
+  CHECK(out == std::vector<int>{0, 1});
+  const ember::cpu_exec::Graph g = ember::cpu_exec::end_capture(s);
+  CHECK(ember::cpu_exec::capturing(s) == nullptr);
+  CHECK_THROWS_AS(ember::cpu_exec::end_capture(s), ember::Error);
+  REQUIRE(g.size() == 1);
+  value = 9;  // the graph keeps the argument it was captured with, as a CUDA graph's node
+  out.assign(2, 0);
+  g.replay();
+  CHECK(out == std::vector<int>{5, 6});  // own_arguments: each thread writes its copy + its index
+  out.assign(2, 0);
+  g.replay();
+  CHECK(out == std::vector<int>{5, 6});
 }

@@ -13,18 +13,6 @@
 using namespace ember;
 using namespace ember::test;
 
-namespace {
-
-// EMBER_CUDA_ON_CPU=1 makes the CPU execution of the kernels the CUDA device; -ngl all.
-LoadOptions on_cuda_cpu() {
-  setenv("EMBER_CUDA_ON_CPU", "1", 1);
-  LoadOptions o = quiet_load();
-  o.gpu_layers = 1000;
-  return o;
-}
-
-}  // namespace
-
 TEST_CASE("cuda on cpu: -ngl places all layers, the last N, or none on the CUDA backend") {
   auto model = Model::load(tiny_model("llama"), on_cuda_cpu());
   CHECK(model->device() == DeviceKind::CudaOnCpu);

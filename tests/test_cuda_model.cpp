@@ -36,3 +36,10 @@ TEST_CASE("cuda: every tiny family on the GPU matches the reference and the CPU 
   check_against_cpu("qwen3", 0.03, DType::F16, on_gpu());
   check_against_cpu("gemma3", 0.03, DType::F16, on_gpu());
 }
+
+TEST_CASE("cuda: decode steps replayed as CUDA graphs give the logits of op-by-op launches, bitwise") {
+  if (!have_gpu()) return;
+  check_graphs_match_direct("llama", 1, 40, on_gpu());
+  check_graphs_match_direct("gemma3", 1, 40, on_gpu());
+  check_graphs_match_direct("qwen3", 3, 30, on_gpu());
+}

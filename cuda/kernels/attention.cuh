@@ -7,8 +7,11 @@
 //   prefill (many rows): many row tiles, usually one chunk: the block writes the output.
 //   decode (few rows): flash decoding: the keys are split into chunks across blocks, each
 //   leaves its partial (max, sum, unnormalised acc) in scratch and a combine kernel merges.
-// The chunking depends on the call's shape (rows, keys), so unlike the CPU op a row's bits
-// may change with the number of rows in the call (the values agree to float rounding).
+// The chunking depends on the call's shape (rows, and the table's capacity, not the keys it
+// holds now: the kernels read the live extent from the device table, so one launch, or a
+// CUDA graph of it, serves every length; chunks past the end leave empty partials). Unlike
+// the CPU op a row's bits may change with the number of rows in the call (the values agree
+// to float rounding), never with the cache's length or another sequence.
 // head_dim d: any multiple of 8 up to 256. The kernels are compiled for a few tile widths D
 // (32, 64, 96, 128, 256: attn_tile_dim) with d a runtime value <= D; columns [d, D) of the
 // Q and K/V tiles are zeros, so the inner loops keep their compile-time D (at 64/128/256,
@@ -74,12 +77,14 @@ constexpr int attn_partial_floats(int d) { return d + 2; }  // max, sum, then d 
 // tile as f32, rows D + kAttnPad apart, columns [0, d); ordinals at or past `end` (another
 // chunk's, or none) become zeros. A tile's 32 ordinals are consecutive rows of one block
 // (ts - first_slot is a multiple of 32, block_size too), so the table is read once per tile.
+// blocks: the table's block entries (kv.table + kDevKVHeader).
 // T is a constant here, so the type switches of dequant.cuh fold away inside the loops.
 template <int D, DType T>
-__device__ __forceinline__ void attn_load_tile_as(float* tile, const DevKV& kv, const uint8_t* data,
-                                                  size_t row_bytes, int64_t ts, int64_t end, int g, int d) {
+__device__ __forceinline__ void attn_load_tile_as(float* tile, const int32_t* blocks, int block_size,
+                                                  int64_t first_slot, const uint8_t* data, size_t row_bytes,
+                                                  int64_t ts, int64_t end, int g, int d) {
   const int64_t first_row =
-      static_cast<int64_t>(kv.blocks[(ts - kv.first_slot) / kv.block_size]) * kv.block_size + ts % kv.block_size;
+      static_cast<int64_t>(blocks[(ts - first_slot) / block_size]) * block_size + ts % block_size;
   const uint8_t* base = data + first_row * row_bytes;
   const int n_keys = static_cast<int>(end - ts < kAttnKeys ? end - ts : kAttnKeys);
   const int64_t head0 = static_cast<int64_t>(g) * d;
@@ -115,14 +120,19 @@ __device__ __forceinline__ void attn_load_tile_as(float* tile, const DevKV& kv, 
 
 // The cache types attention reads (the launcher refuses the others).
 template <int D>
-__device__ void attn_load_tile(float* tile, const DevKV& kv, const void* data, DType type, size_t row_bytes,
-                               int64_t ts, int64_t end, int g, int d) {
-  const uint8_t* bytes = static_cast<const uint8_t*>(data);
+__device__ void attn_load_tile(float* tile, const int32_t* blocks, int block_size, int64_t first_slot,
+                               const void* data, DType type, size_t row_bytes, int64_t ts, int64_t end, int g,
+                               int d) {
+  const uint8_t* b = static_cast<const uint8_t*>(data);
   switch (type) {
-    case DType::F32: return attn_load_tile_as<D, DType::F32>(tile, kv, bytes, row_bytes, ts, end, g, d);
-    case DType::F16: return attn_load_tile_as<D, DType::F16>(tile, kv, bytes, row_bytes, ts, end, g, d);
-    case DType::Q8_0: return attn_load_tile_as<D, DType::Q8_0>(tile, kv, bytes, row_bytes, ts, end, g, d);
-    default: return attn_load_tile_as<D, DType::Q4_0>(tile, kv, bytes, row_bytes, ts, end, g, d);
+    case DType::F32:
+      return attn_load_tile_as<D, DType::F32>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
+    case DType::F16:
+      return attn_load_tile_as<D, DType::F16>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
+    case DType::Q8_0:
+      return attn_load_tile_as<D, DType::Q8_0>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
+    default:
+      return attn_load_tile_as<D, DType::Q4_0>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
   }
 }
 
@@ -186,6 +196,9 @@ template <int D, int RPW>
 __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs a) {
   EMBER_DYNAMIC_SHARED(float, smem);
   __shared__ int row_pos[kAttnMaxWarps * RPW];  // positions are int32, as q_pos
+  // The live extent from the device table (first slot; end clamped to the planned capacity),
+  // kept in shared memory rather than in registers the tile loops need.
+  __shared__ int64_t extent[2];
   const int rows = static_cast<int>(blockDim.x / 32) * RPW;
   float* q_tile = smem;              // rows x D
   float* kv_tile = smem + rows * D;  // kAttnKeys x (D + kAttnPad): keys, then values
@@ -206,6 +219,10 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
   }
   for (int r = threadIdx.x; r < rows; r += blockDim.x)
     row_pos[r] = row0 + r < n_rows ? a.q_pos[(row0 + r) / group] : -1;  // -1 sees no key
+  if (threadIdx.x == 0) {
+    extent[0] = a.kv.table[0];
+    extent[1] = extent[0] + a.kv.capacity < a.kv.table[1] ? extent[0] + a.kv.capacity : a.kv.table[1];
+  }
   __syncthreads();
 
   // The keys any row of the block can see (every thread computes the same bounds).
@@ -216,9 +233,10 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
     const int64_t first = a.window > 0 ? row_pos[r] - a.window + 1 : 0;
     lo = first < lo ? first : lo;
   }
-  const int64_t begin = a.kv.first_slot + static_cast<int64_t>(blockIdx.z) * a.chunk_tiles * kAttnKeys;
+  const int32_t* blocks = a.kv.table + kDevKVHeader;
+  const int64_t begin = extent[0] + static_cast<int64_t>(blockIdx.z) * a.chunk_tiles * kAttnKeys;
   const int64_t chunk_end = begin + static_cast<int64_t>(a.chunk_tiles) * kAttnKeys;
-  const int64_t end = chunk_end < a.kv.n_tokens ? chunk_end : a.kv.n_tokens;
+  const int64_t end = chunk_end < extent[1] ? chunk_end : extent[1];
 
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
@@ -236,7 +254,8 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
 
   for (int64_t ts = begin; ts < end && ts <= hi; ts += kAttnKeys) {
     if (ts + kAttnKeys <= lo) continue;  // a tile no row sees leaves every state as it is
-    attn_load_tile<D>(kv_tile, a.kv, a.kv.k, a.kv.k_type, a.kv.k_row_bytes, ts, end, g, d);
+    attn_load_tile<D>(kv_tile, blocks, a.kv.block_size, extent[0], a.kv.k, a.kv.k_type, a.kv.k_row_bytes, ts,
+                      end, g, d);
     __syncthreads();
     float s[RPW];
     attn_scores<D, RPW>(my_q, kv_tile + lane * (D + kAttnPad), s);
@@ -249,7 +268,8 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
       s[r] = visible ? x : -INFINITY;
     }
     __syncthreads();
-    attn_load_tile<D>(kv_tile, a.kv, a.kv.v, a.kv.v_type, a.kv.v_row_bytes, ts, end, g, d);
+    attn_load_tile<D>(kv_tile, blocks, a.kv.block_size, extent[0], a.kv.v, a.kv.v_type, a.kv.v_row_bytes, ts,
+                      end, g, d);
     __syncthreads();
     attn_update<D, RPW>(st, s, kv_tile);
     __syncthreads();
@@ -333,6 +353,7 @@ inline int64_t attn_wanted_chunks(const AttnPlan& plan, int n_head_kv) {
   return blocks >= kAttnTargetBlocks ? 1 : (kAttnTargetBlocks + blocks - 1) / blocks;
 }
 
+// The plan for a table of n_keys keys at most (DevKV::capacity).
 inline AttnPlan attention_plan(const AttentionParams& p, int64_t n_q, int64_t n_keys) {
   AttnPlan plan;
   const int64_t rows = n_q * (p.n_head / p.n_head_kv);
@@ -360,16 +381,12 @@ inline size_t attn_shared_bytes(int tile_dim, int rows) {
          (static_cast<size_t>(rows) * tile_dim + static_cast<size_t>(kAttnKeys) * (tile_dim + kAttnPad));
 }
 
-// Scratch for the chunk partials: chunks are at most attn_wanted_chunks and at most
-// ceil(tiles / kAttnMinChunkTiles), for any key count up to n_kv; none with one chunk.
-inline size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t n_kv) {
+// Scratch for the chunk partials of a table of `capacity` keys; none with one chunk.
+inline size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t capacity) {
   if (n_q <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) return 0;
-  const AttnPlan plan = attention_plan(p, n_q, n_kv);
-  const int64_t by_keys = (attn_tiles(n_kv) + kAttnMinChunkTiles - 1) / kAttnMinChunkTiles;
-  const int64_t wanted = attn_wanted_chunks(plan, p.n_head_kv);
-  const int64_t chunks = wanted < by_keys ? wanted : by_keys;
-  if (chunks <= 1) return 0;
-  return sizeof(float) * static_cast<size_t>(chunks * n_q * p.n_head * attn_partial_floats(p.head_dim));
+  const AttnPlan plan = attention_plan(p, n_q, capacity);
+  if (plan.n_chunks <= 1) return 0;
+  return sizeof(float) * static_cast<size_t>(plan.n_chunks * n_q * p.n_head * attn_partial_floats(p.head_dim));
 }
 
 template <int D, int RPW>
@@ -428,24 +445,23 @@ inline void attn_check_args(const MatView& q, const int32_t* q_pos, const DevKV&
   if (out.rows != q.rows || out.cols != cols || out.stride < cols || (q.rows > 0 && out.data == nullptr))
     fail(ErrorKind::InvalidArgument, "attention: out is {} x {} (stride {}), not {} x {}", out.rows, out.cols,
          out.stride, q.rows, cols);
-  const int64_t n_keys = kv.n_tokens - kv.first_slot;
-  if (kv.block_size <= 0 || kv.block_size % kAttnKeys != 0 || kv.first_slot < 0 ||
-      kv.first_slot % kv.block_size != 0 || n_keys < 0 || (n_keys > 0 && kv.blocks == nullptr))
+  if (kv.block_size <= 0 || kv.block_size % kAttnKeys != 0 || kv.capacity < 0 || kv.capacity % kv.block_size != 0 ||
+      kv.table == nullptr)
     fail(ErrorKind::InvalidArgument,
-         "attention: paged cache of blocks of {} from slot {} to {} (blocks of whole 32-key tiles, a table)",
-         kv.block_size, kv.first_slot, kv.n_tokens);
+         "attention: paged cache of blocks of {} with room for {} keys (blocks of whole 32-key tiles, a table)",
+         kv.block_size, kv.capacity);
   const int64_t kv_cols = static_cast<int64_t>(p.n_head_kv) * p.head_dim;
-  attn_check_kv_type(kv.k_type, kv.k_row_bytes, kv_cols, kv.k, n_keys > 0, "K");
-  attn_check_kv_type(kv.v_type, kv.v_row_bytes, kv_cols, kv.v, n_keys > 0, "V");
+  attn_check_kv_type(kv.k_type, kv.k_row_bytes, kv_cols, kv.k, kv.capacity > 0, "K");
+  attn_check_kv_type(kv.v_type, kv.v_row_bytes, kv_cols, kv.v, kv.capacity > 0, "V");
 }
 
 // ops::attention of q (q_pos a device array) over the paged cache kv; scratch holds
-// attention_scratch_bytes(p, q.rows, kv.n_tokens) bytes (may be null when that is 0).
+// attention_scratch_bytes(p, q.rows, kv.capacity) bytes (may be null when that is 0).
 inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
                              F32Mat out, void* scratch, Stream s) {
   attn_check_args(q, q_pos, kv, p, out);
   if (q.rows == 0) return;
-  const AttnPlan plan = attention_plan(p, q.rows, kv.n_tokens - kv.first_slot);
+  const AttnPlan plan = attention_plan(p, q.rows, kv.capacity);
   if (plan.n_chunks > 1 && scratch == nullptr)
     fail(ErrorKind::InvalidArgument, "attention: no scratch for {} chunk partials", plan.n_chunks);
   AttnArgs a{};

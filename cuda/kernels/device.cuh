@@ -4,7 +4,7 @@
 // Also the one spelling of dynamic shared memory and of a launch that both understand:
 //   EMBER_LAUNCH(kernel, grid, block, shared_bytes, stream, args...)
 // is kernel<<<grid, block, shared_bytes, stream>>>(args...) checked for launch errors under
-// nvcc, and a synchronous cpu_exec::launch otherwise (stream: ember::cuda::Stream).
+// nvcc, and cpu_exec::launch_on otherwise (synchronous, or recorded while the stream captures).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -22,9 +22,9 @@
     EMBER_CUDA_CHECK_LAUNCH();                                                                         \
   } while (0)
 #else
+#include "cuda/cpu_exec/capture.h"
 #include "cuda/cpu_exec/cuda_compat.h"
-#include "cuda/cpu_exec/launch.h"
 
 #define EMBER_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
-  ((void)(stream), ::ember::cpu_exec::launch((grid), (block), (shared_bytes), kernel, __VA_ARGS__))
+  ::ember::cpu_exec::launch_on((stream), (grid), (block), (shared_bytes), kernel, __VA_ARGS__)
 #endif

@@ -92,8 +92,10 @@ class Backend {
   // the activations Step plans (matmul and attention workspaces).
   virtual size_t scratch_bytes(int n_ubatch, int n_ctx) const = 0;
 
-  // --- one ubatch: begin_step, then the forward's ops, in order ---
+  // --- one ubatch: begin_step, then the forward's ops, in order, then end_step ---
   virtual void begin_step(KVCache& kv, const StepInputs& in) = 0;
+  // The step's work is all enqueued and its logits are in host memory when this returns.
+  virtual void end_step() = 0;
   virtual void embed(const MatView& table, float scale, F32Mat x) = 0;    // x[t] = table[tokens[t]] * scale
   virtual void rms_norm(const MatView& x, const float* w, float eps, F32Mat y) = 0;
   virtual void rope(F32Mat x, int head_dim, const RopeParams& p) = 0;     // row t at pos[t]
@@ -113,7 +115,8 @@ class Backend {
   virtual void gather_out_rows(const F32Mat& x, F32Mat out) = 0;
   virtual void softcap(F32Mat a, float cap) = 0;
   // Where the step's logits are computed (n_out x n_vocab) and how they reach `host`:
-  // the CPU computes straight into host memory, CUDA into a device buffer read back after.
+  // the CPU computes straight into host memory, CUDA into a device buffer read back by
+  // end_step.
   virtual F32Mat logits_target(float* host, int n_out, int n_vocab) = 0;
   virtual void finish_logits(const F32Mat& target, float* host) = 0;
 

@@ -212,6 +212,14 @@ std::span<const int32_t> KVCache::held_blocks(int group, int seq) const {
   return {t.blocks.data() + t.first, t.blocks.size() - static_cast<size_t>(t.first)};
 }
 
+bool KVCache::all_layers_on(const Backend* b) const {
+  return std::all_of(backends_.begin(), backends_.end(), [&](const Backend* l) { return l == b; });
+}
+
+int64_t KVCache::first_held_slot(int group, int seq) const {
+  return seqs_[seq].tables[group].first * cfg_.block_size;
+}
+
 void* KVCache::v_row(int layer, int seq, Slot slot) {
   const int g = group_of_[layer];
   return groups_[g].pool->v_row(index_in_group_[layer], row_of(seqs_[seq].tables[g], slot.index));
@@ -232,7 +240,7 @@ KVView KVCache::view(int layer, int seq) const {
   v.block_size = cfg_.block_size;
   v.blocks = t.blocks.data() + t.first;
   v.n_slots = static_cast<int64_t>(t.blocks.size() - t.first) * cfg_.block_size;
-  v.first_slot = t.first * cfg_.block_size;
+  v.first_slot = first_held_slot(g, seq);
   return v;
 }
 

@@ -72,6 +72,7 @@ class KVCache {
   ~KVCache();
 
   const KVCacheConfig& config() const { return cfg_; }
+  bool all_layers_on(const Backend* b) const;  // every layer's K/V in b's memory
   int block_size() const { return cfg_.block_size; }
   size_t total_bytes() const;           // every pool: K + V + slot positions and tokens
   size_t bytes_per_token() const;       // K + V bytes one token costs across all layers
@@ -107,6 +108,9 @@ class KVCache {
   // (KVView::k + row * k_row_bytes), and the blocks seq holds there (KVView::blocks).
   int64_t storage_row(int group, int seq, Slot slot) const;
   std::span<const int32_t> held_blocks(int group, int seq) const;
+  int64_t first_held_slot(int group, int seq) const;  // KVView::first_slot of the group's layers
+  // Blocks held_blocks() returns at most, for any sequence and group: n_ctx tokens' worth.
+  int table_capacity() const { return (cfg_.n_ctx + cfg_.block_size - 1) / cfg_.block_size; }
 
   // After a step that appended to `seq`: sliding-window groups give back blocks behind the
   // window, newly full blocks are published for prefix hits.

@@ -232,6 +232,7 @@ void Context::run_ubatch(const Batch& batch, size_t begin, size_t end, float* lo
   in.out_rows = sc.out_rows.data();
   Step step(model_.hparams(), sc.layers, *kv_, in, logits_out);
   model_.arch().forward(step);
+  step.finish();
   std::fill(sc.counts.begin(), sc.counts.end(), 0);
   for (size_t i = begin; i < end; ++i) sc.counts[batch.seq[i]] = 1;
   for (int s = 0; s < opts_.n_seq; ++s)

@@ -131,6 +131,12 @@ void Step::begin_layer(int il) {
     from.read(x.data, src, bytes);
 }
 
+void Step::finish() {
+  flush_norm();
+  for (size_t il = 0; il < place_.backends.size(); ++il)
+    if (il == 0 || place_.backends[il] != place_.backends[il - 1]) place_.backends[il]->end_step();
+}
+
 F32Mat Step::mat(float* data, int64_t cols) const { return F32Mat{data, cols, n_, cols}; }
 
 void Step::embed(const MatView& tok_embd, float scale) {

@@ -91,6 +91,9 @@ class Step {
   void add(F32Mat a, F32Mat b);
   // logits of the wanted rows of x: output(rms_norm(x, norm_w)), optionally soft-capped
   void logits(const float* norm_w, const MatView& output, float softcap);
+  // After the architecture's forward: every backend ends the step (CUDA launches a captured
+  // graph and reads the logits back).
+  void finish();
 
  private:
   F32Mat mat(float* data, int64_t cols) const;

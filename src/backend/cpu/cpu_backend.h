@@ -50,6 +50,7 @@ class CpuBackend final : public Backend {
   void softcap(F32Mat a, float cap) override;
   F32Mat logits_target(float* host, int n_out, int n_vocab) override;
   void finish_logits(const F32Mat&, float*) override {}
+  void end_step() override {}
   void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows, const int32_t* rows,
                    int64_t n, int head_dim, int32_t delta, const RopeParams& p) override;
 

@@ -1,0 +1,61 @@
+#include "cuda/step_staging.h"
+
+#include "cuda/kernel_api.h"
+#include "kv/kv_cache.h"
+#include "util/error.h"
+
+namespace ember::cuda {
+namespace {
+
+size_t append(std::vector<int32_t>& ints, const int32_t* v, size_t n) {
+  const size_t at = ints.size();
+  ints.insert(ints.end(), v, v + n);
+  return at;
+}
+
+// DevKV::table of `seq` in `group`: first slot, length, then its blocks, padded with -1 to
+// the capacity (entries past the length are never read).
+size_t append_table(std::vector<int32_t>& ints, const KVCache& kv, int group, int seq, int capacity) {
+  const std::span<const int32_t> blocks = kv.held_blocks(group, seq);
+  if (blocks.size() > static_cast<size_t>(capacity))
+    fail(ErrorKind::Internal, "cuda step: sequence {} holds {} blocks, tables have room for {}", seq, blocks.size(),
+         capacity);
+  const size_t at = ints.size();
+  ints.push_back(static_cast<int32_t>(kv.first_held_slot(group, seq)));
+  ints.push_back(kv.n_tokens(seq));
+  ints.insert(ints.end(), blocks.begin(), blocks.end());
+  ints.resize(at + kDevKVHeader + static_cast<size_t>(capacity), -1);
+  return at;
+}
+
+}  // namespace
+
+void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out) {
+  const int n = in.n_tokens, n_groups = kv.n_groups();
+  out.ints.clear();
+  out.table_blocks = kv.table_capacity();
+  out.shape = StepShape{n, in.n_out, {}};
+  out.tokens = append(out.ints, in.tokens, static_cast<size_t>(n));
+  out.pos = append(out.ints, in.pos, static_cast<size_t>(n));
+  out.out_rows = append(out.ints, in.out_rows, static_cast<size_t>(in.n_out));
+  out.kv_rows.assign(static_cast<size_t>(n_groups), 0);
+  for (int g = 0; g < n_groups; ++g) {
+    out.kv_rows[g] = out.ints.size();
+    for (int t = 0; t < n; ++t)
+      out.ints.push_back(static_cast<int32_t>(kv.storage_row(g, in.seq[t], KVCache::Slot{in.slots[t]})));
+  }
+  out.tables.clear();
+  out.run_first.clear();
+  for (int r0 = 0; r0 < n;) {
+    int r1 = r0 + 1;
+    while (r1 < n && in.seq[r1] == in.seq[r0]) ++r1;
+    out.shape.run_lengths.push_back(r1 - r0);
+    out.run_first.push_back(r0);
+    out.tables.emplace_back();
+    for (int g = 0; g < n_groups; ++g)
+      out.tables.back().push_back(append_table(out.ints, kv, g, in.seq[r0], out.table_blocks));
+    r0 = r1;
+  }
+}
+
+}  // namespace ember::cuda
