@@ -29,7 +29,9 @@ class DeviceRuntime {
   virtual void* allocate(size_t bytes) = 0;
   virtual void release(void* p) noexcept = 0;
 
-  // Streams of the backend's work (blocking: they also wait for the default stream's).
+  // Streams of the backend's work. They do not wait for the default stream (so a capture
+  // cannot be broken by it): what runs there (allocate, uploads on nullptr) is finished
+  // when the call returns.
   virtual Stream create_stream() = 0;
   virtual void destroy_stream(Stream s) noexcept = 0;
   // Enqueued on s: nullptr, the default stream, waits for the copy. `host` may be reused

@@ -53,7 +53,7 @@ class GpuRuntime final : public DeviceRuntime {
   }
   Stream create_stream() override {
     cudaStream_t s = nullptr;
-    EMBER_CUDA_CHECK(cudaStreamCreate(&s));
+    EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     return s;
   }
   void destroy_stream(Stream s) noexcept override {
