@@ -305,20 +305,16 @@ void CudaBackend::rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int hea
   k_.store_rows(as_view(v), view.v_type, const_cast<void*>(view.v), view.v_row_bytes, rows, stream_);
 }
 
-// One launch per sequence run, each over its own table; the launches depend on the table's
-// capacity, not on how much of it the sequence holds.
+// Every sequence run in one launch, each over its own table; the launch depends on the
+// tables' capacity and the runs' lengths, not on how much of a table a sequence holds.
 void CudaBackend::attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) {
   if (replayed(Op::Attention, layer, q, out)) return;
   const int g = kv_->group_of(layer);
   const KVView view = kv_->view(layer, 0);  // the layer's storage (any sequence's view names it)
-  for (size_t r = 0; r < step_.tables.size(); ++r) {
-    const int r0 = step_.run_first[r], n = step_.shape.run_lengths[r];
-    const DevKV d = dev_kv(view, dev_ints(step_.tables[r][g]), step_.table_blocks);
-    const MatView qv{DType::F32, q.cols, n, q.row_stride, q.row(r0)};
-    const F32Mat ov{out.row(r0), out.cols, n, out.stride};
-    void* ws = reserve(attention_ws_, k_.attention_scratch_bytes(p, n, d.capacity));
-    k_.attention(qv, dev_ints(step_.pos) + r0, d, p, ov, ws, stream_);
-  }
+  const DevKV d = dev_kv(view, dev_ints(step_.tables[0][g]), step_.table_blocks, step_.table_stride);
+  const DevRuns runs{dev_ints(step_.run_bounds), static_cast<int>(step_.tables.size()), step_.max_run_rows};
+  void* ws = reserve(attention_ws_, k_.attention_scratch_bytes(p, q.rows, runs.max_rows, d.capacity));
+  k_.attention(q, dev_ints(step_.pos), runs, d, p, out, ws, stream_);
 }
 
 void CudaBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows,

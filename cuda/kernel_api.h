@@ -13,13 +13,14 @@
 
 namespace ember::cuda {
 
-// One sequence's keys and values in one layer, as attention reads them from the paged pool
-// (kv/block_pool.h). What changes from step to step lives in device memory, `table`:
+// The keys and values of one layer, as attention reads them from the paged pool
+// (kv/block_pool.h), for a step's sequences: sequence r's table is table + r * table_stride.
+// What changes from step to step lives in device memory, in the tables:
 //   table[0] = first_slot, table[1] = n_tokens, table[2 + i] = physical block i;
 // the sequence holds ordinals [first_slot, n_tokens), ordinal o sits in physical row
 // table[2 + (o - first_slot) / block_size] * block_size + o % block_size of k and v and holds
 // the key at position o; ordinals below first_slot were given back (sliding window). The
-// launch depends only on the fields here, never on the table's contents, so a CUDA graph
+// launch depends only on the fields here, never on the tables' contents, so a CUDA graph
 // captured once replays for any length up to `capacity`.
 struct DevKV {
   DType k_type = DType::F16;
@@ -31,12 +32,23 @@ struct DevKV {
   const int32_t* table = nullptr;  // device array of kDevKVHeader + capacity / block_size entries
   int block_size = 32;             // a multiple of 32
   int64_t capacity = 0;            // keys the table can hold from first_slot: a multiple of block_size
+  int64_t table_stride = 0;        // ints from one sequence's table to the next
 };
 constexpr int kDevKVHeader = 2;  // first_slot, n_tokens
 
-// The DevKV of a sequence's KVView (kv/kv_cache.h) whose table (header and blocks) is the
-// device array `table`, room for capacity_blocks blocks.
-inline DevKV dev_kv(const KVView& v, const int32_t* table, int64_t capacity_blocks) {
+// A step's queries by sequence: run r is queries [bounds[r], bounds[r + 1]) (bounds a device
+// array of n + 1 query numbers) and reads the r-th table of a DevKV. max_rows, the longest
+// run, sizes the launch (host-known, so the launch does not read the bounds).
+struct DevRuns {
+  const int32_t* bounds = nullptr;
+  int n = 0;
+  int64_t max_rows = 0;
+};
+
+// The DevKV of a layer's KVView (kv/kv_cache.h; its storage and types) whose sequences'
+// tables (header and room for capacity_blocks blocks each) start at the device array
+// `table`, table_stride ints apart.
+inline DevKV dev_kv(const KVView& v, const int32_t* table, int64_t capacity_blocks, int64_t table_stride) {
   DevKV d;
   d.k_type = v.k_type;
   d.v_type = v.v_type;
@@ -47,6 +59,7 @@ inline DevKV dev_kv(const KVView& v, const int32_t* table, int64_t capacity_bloc
   d.table = table;
   d.block_size = v.block_size;
   d.capacity = capacity_blocks * v.block_size;
+  d.table_stride = table_stride;
   return d;
 }
 
@@ -91,11 +104,13 @@ class Kernels {
   virtual size_t matmul_glu_scratch_bytes(const MatView& w, int64_t n_tokens) const = 0;
   virtual void matmul_glu(const MatView& w_gate, const MatView& w_up, bool gelu, const MatView& x, F32Mat out,
                           void* scratch, Stream s) const = 0;
-  // ops::attention over one sequence's paged cache (q_pos a device array of q.rows
-  // positions); scratch holds attention_scratch_bytes(p, q.rows, kv.capacity).
-  virtual size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t capacity) const = 0;
-  virtual void attention(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
-                         F32Mat out, void* scratch, Stream s) const = 0;
+  // ops::attention of each run of q's rows over its sequence's paged cache, in one launch
+  // (q_pos a device array of q.rows positions); scratch holds
+  // attention_scratch_bytes(p, q.rows, runs.max_rows, kv.capacity).
+  virtual size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t max_run_rows,
+                                         int64_t capacity) const = 0;
+  virtual void attention(const MatView& q, const int32_t* q_pos, const DevRuns& runs, const DevKV& kv,
+                         const AttentionParams& p, F32Mat out, void* scratch, Stream s) const = 0;
 };
 
 // The kernels run on the CPU by cuda/cpu_exec (every build).

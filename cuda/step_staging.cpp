@@ -1,5 +1,7 @@
 #include "cuda/step_staging.h"
 
+#include <algorithm>
+
 #include "cuda/kernel_api.h"
 #include "kv/kv_cache.h"
 #include "util/error.h"
@@ -45,17 +47,21 @@ void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out) {
       out.ints.push_back(static_cast<int32_t>(kv.storage_row(g, in.seq[t], KVCache::Slot{in.slots[t]})));
   }
   out.tables.clear();
-  out.run_first.clear();
+  std::vector<int32_t> bounds{0};
+  out.max_run_rows = 0;
   for (int r0 = 0; r0 < n;) {
     int r1 = r0 + 1;
     while (r1 < n && in.seq[r1] == in.seq[r0]) ++r1;
     out.shape.run_lengths.push_back(r1 - r0);
-    out.run_first.push_back(r0);
+    out.max_run_rows = std::max<int64_t>(out.max_run_rows, r1 - r0);
+    bounds.push_back(r1);
     out.tables.emplace_back();
     for (int g = 0; g < n_groups; ++g)
       out.tables.back().push_back(append_table(out.ints, kv, g, in.seq[r0], out.table_blocks));
     r0 = r1;
   }
+  out.table_stride = static_cast<int64_t>(n_groups) * (kDevKVHeader + out.table_blocks);  // tables run-major
+  out.run_bounds = append(out.ints, bounds.data(), bounds.size());
 }
 
 }  // namespace ember::cuda

@@ -23,9 +23,11 @@ struct StagedStep {
   std::vector<int32_t> ints;
   size_t tokens = 0, pos = 0, out_rows = 0;        // offsets into ints
   std::vector<size_t> kv_rows;                     // per group
-  std::vector<std::vector<size_t>> tables;         // per run, per group
-  std::vector<int> run_first;                      // first row of each run
+  std::vector<std::vector<size_t>> tables;         // per run, per group: DevKV tables
+  size_t run_bounds = 0;                           // DevRuns::bounds, n_runs + 1 rows
+  int64_t max_run_rows = 0;
   int table_blocks = 0;                            // each table's room for blocks
+  int64_t table_stride = 0;                        // ints from a run's table to the next run's
 };
 
 void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out);

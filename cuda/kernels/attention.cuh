@@ -42,12 +42,16 @@ constexpr int kAttnTargetBlocks = 256;  // split keys into chunks until the grid
 constexpr int kAttnMinChunkTiles = 2;   // a chunk is at least this many key tiles
 constexpr unsigned kAttnFullMask = 0xffffffffu;
 
-// What one launch reads and writes; rows are (query t, head h) pairs, t-major.
+// What one launch reads and writes; rows are (query t, head h) pairs, t-major, and the
+// queries come in runs, one per sequence: run r is queries [runs[r], runs[r + 1]) over the
+// table kv.table + r * kv.table_stride.
 struct AttnArgs {
-  const float* q;         // q.rows rows, q_stride floats apart
+  const float* q;         // n_q rows, q_stride floats apart
   int64_t q_stride;
   const int32_t* q_pos;
   int64_t n_q;
+  const int32_t* runs;    // device: n_runs + 1 query numbers
+  int row_tiles;          // row tiles per run (of the longest run; shorter runs' extra tiles idle)
   DevKV kv;
   int head_dim;           // d <= the kernel's D
   int n_head;
@@ -190,39 +194,49 @@ __device__ __forceinline__ void attn_update(AttnState<D, RPW>& st, const float (
   }
 }
 
-// Grid (row tiles, n_head_kv, n_chunks), blockDim.x = 32 * warps, each warp RPW rows.
+// Grid (row tiles x runs, n_head_kv, n_chunks), blockDim.x = 32 * warps, each warp RPW rows.
 // Dynamic shared memory: attn_shared_bytes(D, rows per block).
 template <int D, int RPW>
 __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs a) {
   EMBER_DYNAMIC_SHARED(float, smem);
   __shared__ int row_pos[kAttnMaxWarps * RPW];  // positions are int32, as q_pos
-  // The live extent from the device table (first slot; end clamped to the planned capacity),
-  // kept in shared memory rather than in registers the tile loops need.
+  // The run's first query and query count, and the live extent from its device table (first
+  // slot; end clamped to the planned capacity): in shared memory rather than in registers
+  // the tile loops need.
+  __shared__ int64_t run_q[2];
   __shared__ int64_t extent[2];
+  __shared__ const int32_t* blocks;  // the run's table's block entries
   const int rows = static_cast<int>(blockDim.x / 32) * RPW;
   float* q_tile = smem;              // rows x D
   float* kv_tile = smem + rows * D;  // kAttnKeys x (D + kAttnPad): keys, then values
   const int d = a.head_dim;
   const int group = a.n_head / a.n_head_kv;
   const int g = blockIdx.y;
-  const int64_t n_rows = a.n_q * group;
-  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * rows;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x % a.row_tiles) * rows;
+  if (threadIdx.x == 0) {
+    const int run = static_cast<int>(blockIdx.x / a.row_tiles);
+    const int32_t* table = a.kv.table + run * a.kv.table_stride;
+    run_q[0] = a.runs[run];
+    run_q[1] = a.runs[run + 1] - a.runs[run];
+    extent[0] = table[0];
+    extent[1] = extent[0] + a.kv.capacity < table[1] ? extent[0] + a.kv.capacity : table[1];
+    blocks = table + kDevKVHeader;
+  }
+  __syncthreads();
+  const int64_t n_rows = run_q[1] * group;
+  if (row0 >= n_rows) return;  // a row tile of a shorter run than the longest: the whole block
 
   for (int e = threadIdx.x; e < rows * D; e += blockDim.x) {
     const int64_t rg = row0 + e / D;
     const int i = e % D;
     const int64_t h = g * group + rg % group;
-    q_tile[e] = rg < n_rows && i < d ? a.q[rg / group * a.q_stride + h * d + i] : 0.0f;
+    q_tile[e] = rg < n_rows && i < d ? a.q[(run_q[0] + rg / group) * a.q_stride + h * d + i] : 0.0f;
   }
   if (d < D) {  // the loads below write columns [0, d) only: the rest stay zero
     for (int e = threadIdx.x; e < kAttnKeys * (D + kAttnPad); e += blockDim.x) kv_tile[e] = 0.0f;
   }
   for (int r = threadIdx.x; r < rows; r += blockDim.x)
-    row_pos[r] = row0 + r < n_rows ? a.q_pos[(row0 + r) / group] : -1;  // -1 sees no key
-  if (threadIdx.x == 0) {
-    extent[0] = a.kv.table[0];
-    extent[1] = extent[0] + a.kv.capacity < a.kv.table[1] ? extent[0] + a.kv.capacity : a.kv.table[1];
-  }
+    row_pos[r] = row0 + r < n_rows ? a.q_pos[run_q[0] + (row0 + r) / group] : -1;  // -1 sees no key
   __syncthreads();
 
   // The keys any row of the block can see (every thread computes the same bounds).
@@ -233,7 +247,7 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
     const int64_t first = a.window > 0 ? row_pos[r] - a.window + 1 : 0;
     lo = first < lo ? first : lo;
   }
-  const int32_t* blocks = a.kv.table + kDevKVHeader;
+  // A chunk past the keys the sequence holds loads no tile and leaves empty partials.
   const int64_t begin = extent[0] + static_cast<int64_t>(blockIdx.z) * a.chunk_tiles * kAttnKeys;
   const int64_t chunk_end = begin + static_cast<int64_t>(a.chunk_tiles) * kAttnKeys;
   const int64_t end = chunk_end < extent[1] ? chunk_end : extent[1];
@@ -279,7 +293,7 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
   for (int r = 0; r < RPW; ++r) {
     const int64_t rg = row0 + warp * RPW + r;
     if (rg >= n_rows) continue;
-    const int64_t t = rg / group;
+    const int64_t t = run_q[0] + rg / group;
     const int h = g * group + static_cast<int>(rg % group);
     if (a.n_chunks == 1) {
       float* dst = a.out + t * a.out_stride + static_cast<int64_t>(h) * d;
@@ -381,17 +395,19 @@ inline size_t attn_shared_bytes(int tile_dim, int rows) {
          (static_cast<size_t>(rows) * tile_dim + static_cast<size_t>(kAttnKeys) * (tile_dim + kAttnPad));
 }
 
-// Scratch for the chunk partials of a table of `capacity` keys; none with one chunk.
-inline size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t capacity) {
+// Scratch for the chunk partials of n_q queries in runs of at most max_run_rows, over tables
+// of `capacity` keys; none with one chunk.
+inline size_t attention_scratch_bytes(const AttentionParams& p, int64_t n_q, int64_t max_run_rows,
+                                      int64_t capacity) {
   if (n_q <= 0 || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) return 0;
-  const AttnPlan plan = attention_plan(p, n_q, capacity);
+  const AttnPlan plan = attention_plan(p, max_run_rows, capacity);
   if (plan.n_chunks <= 1) return 0;
   return sizeof(float) * static_cast<size_t>(plan.n_chunks * n_q * p.n_head * attn_partial_floats(p.head_dim));
 }
 
 template <int D, int RPW>
-void attn_launch_rows(const AttnPlan& plan, const AttnArgs& a, Stream s) {
-  const dim3 grid(static_cast<unsigned>(plan.row_tiles), static_cast<unsigned>(a.n_head_kv),
+void attn_launch_rows(const AttnPlan& plan, int n_runs, const AttnArgs& a, Stream s) {
+  const dim3 grid(static_cast<unsigned>(plan.row_tiles * n_runs), static_cast<unsigned>(a.n_head_kv),
                   static_cast<unsigned>(plan.n_chunks));
   const size_t shared = attn_shared_bytes(D, plan.warps * RPW);
   auto* const kernel = attention_kernel<D, RPW>;  // no template comma inside the macro
@@ -399,15 +415,15 @@ void attn_launch_rows(const AttnPlan& plan, const AttnArgs& a, Stream s) {
 }
 
 template <int D>
-void attn_launch_head_dim(const AttnPlan& plan, const AttnArgs& a, Stream s) {
+void attn_launch_head_dim(const AttnPlan& plan, int n_runs, const AttnArgs& a, Stream s) {
   constexpr int kMax = attn_max_rows_per_warp(D);  // no kernel beyond (it would never launch)
-  if (plan.rows_per_warp == 1) return attn_launch_rows<D, 1>(plan, a, s);
-  if (plan.rows_per_warp == 2) return attn_launch_rows<D, 2>(plan, a, s);
+  if (plan.rows_per_warp == 1) return attn_launch_rows<D, 1>(plan, n_runs, a, s);
+  if (plan.rows_per_warp == 2) return attn_launch_rows<D, 2>(plan, n_runs, a, s);
   if constexpr (kMax >= 4) {
-    if (plan.rows_per_warp == 4) return attn_launch_rows<D, 4>(plan, a, s);
+    if (plan.rows_per_warp == 4) return attn_launch_rows<D, 4>(plan, n_runs, a, s);
   }
   if constexpr (kMax >= 8) {
-    if (plan.rows_per_warp == 8) return attn_launch_rows<D, 8>(plan, a, s);
+    if (plan.rows_per_warp == 8) return attn_launch_rows<D, 8>(plan, n_runs, a, s);
   }
   fail(ErrorKind::Internal, "attention: no kernel for {} rows per warp at head_dim {}", plan.rows_per_warp, D);
 }
@@ -426,8 +442,8 @@ inline void attn_check_kv_type(DType type, size_t row_bytes, int64_t cols, const
   if (has_keys && data == nullptr) fail(ErrorKind::InvalidArgument, "attention: {} cache has no data", name);
 }
 
-inline void attn_check_args(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
-                            const F32Mat& out) {
+inline void attn_check_args(const MatView& q, const int32_t* q_pos, const DevRuns& runs, const DevKV& kv,
+                            const AttentionParams& p, const F32Mat& out) {
   if (p.head_dim <= 0 || p.head_dim > kAttnMaxHeadDim || p.head_dim % 8 != 0)
     fail(ErrorKind::InvalidArgument, "attention: head_dim {} is not a multiple of 8 up to {}", p.head_dim,
          kAttnMaxHeadDim);
@@ -450,25 +466,36 @@ inline void attn_check_args(const MatView& q, const int32_t* q_pos, const DevKV&
     fail(ErrorKind::InvalidArgument,
          "attention: paged cache of blocks of {} with room for {} keys (blocks of whole 32-key tiles, a table)",
          kv.block_size, kv.capacity);
+  if (q.rows > 0 && (runs.bounds == nullptr || runs.n <= 0 || runs.max_rows <= 0 || runs.max_rows > q.rows ||
+                     (runs.n > 1 && kv.table_stride < kDevKVHeader + kv.capacity / kv.block_size)))
+    fail(ErrorKind::InvalidArgument,
+         "attention: {} runs of at most {} of the {} queries, tables {} ints apart (room for {} blocks each)", runs.n,
+         runs.max_rows, q.rows, kv.table_stride, kv.capacity / kv.block_size);
   const int64_t kv_cols = static_cast<int64_t>(p.n_head_kv) * p.head_dim;
   attn_check_kv_type(kv.k_type, kv.k_row_bytes, kv_cols, kv.k, kv.capacity > 0, "K");
   attn_check_kv_type(kv.v_type, kv.v_row_bytes, kv_cols, kv.v, kv.capacity > 0, "V");
 }
 
-// ops::attention of q (q_pos a device array) over the paged cache kv; scratch holds
-// attention_scratch_bytes(p, q.rows, kv.capacity) bytes (may be null when that is 0).
-inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevKV& kv, const AttentionParams& p,
-                             F32Mat out, void* scratch, Stream s) {
-  attn_check_args(q, q_pos, kv, p, out);
+// ops::attention of each run of q's rows (q_pos a device array) over its sequence's table in
+// kv, one launch for all; scratch holds attention_scratch_bytes(p, q.rows, runs.max_rows,
+// kv.capacity) bytes (may be null when that is 0). The plan depends on one run's shape, so
+// a sequence's result never depends on the others in the launch.
+inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevRuns& runs, const DevKV& kv,
+                             const AttentionParams& p, F32Mat out, void* scratch, Stream s) {
+  attn_check_args(q, q_pos, runs, kv, p, out);
   if (q.rows == 0) return;
-  const AttnPlan plan = attention_plan(p, q.rows, kv.capacity);
+  const AttnPlan plan = attention_plan(p, runs.max_rows, kv.capacity);
   if (plan.n_chunks > 1 && scratch == nullptr)
     fail(ErrorKind::InvalidArgument, "attention: no scratch for {} chunk partials", plan.n_chunks);
+  if (plan.row_tiles * runs.n > 0x7fffffff)
+    fail(ErrorKind::InvalidArgument, "attention: {} runs of {} row tiles exceed a grid", runs.n, plan.row_tiles);
   AttnArgs a{};
   a.q = static_cast<const float*>(q.data);
   a.q_stride = static_cast<int64_t>(q.row_stride / sizeof(float));
   a.q_pos = q_pos;
   a.n_q = q.rows;
+  a.runs = runs.bounds;
+  a.row_tiles = static_cast<int>(plan.row_tiles);
   a.kv = kv;
   a.head_dim = p.head_dim;
   a.n_head = p.n_head;
@@ -482,11 +509,11 @@ inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevKV
   a.n_chunks = plan.n_chunks;
   a.chunk_tiles = plan.chunk_tiles;
   switch (attn_tile_dim(p.head_dim)) {
-    case 32: attn_launch_head_dim<32>(plan, a, s); break;
-    case 64: attn_launch_head_dim<64>(plan, a, s); break;
-    case 96: attn_launch_head_dim<96>(plan, a, s); break;
-    case 128: attn_launch_head_dim<128>(plan, a, s); break;
-    default: attn_launch_head_dim<256>(plan, a, s); break;
+    case 32: attn_launch_head_dim<32>(plan, runs.n, a, s); break;
+    case 64: attn_launch_head_dim<64>(plan, runs.n, a, s); break;
+    case 96: attn_launch_head_dim<96>(plan, runs.n, a, s); break;
+    case 128: attn_launch_head_dim<128>(plan, runs.n, a, s); break;
+    default: attn_launch_head_dim<256>(plan, runs.n, a, s); break;
   }
   if (plan.n_chunks > 1)
     EMBER_LAUNCH(attention_combine_kernel, static_cast<unsigned>(q.rows * p.n_head), dim3(p.head_dim), 0, s,
