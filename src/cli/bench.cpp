@@ -175,9 +175,13 @@ int run_bench(BenchArgs& a) {
                  n_threads);
       rows.push_back(eval::run_batched(*model, pool, co, n_seq, a.n_prompt, a.n_gen, a.reps, 1234));
     }
-    fmt::print(stderr, "bench: workload, static against continuous batching\n");
-    const eval::WorkloadRow w = eval::run_workload(*model, pool, co, rows.back().n_seq, a.n_prompt, a.n_gen, 99);
-    fmt::print("{}", eval::format_batched_markdown(rows, w));
+    std::vector<eval::WorkloadRow> workloads;
+    for (const eval::LengthMix mix : {eval::LengthMix::Uniform, eval::LengthMix::LongTail}) {
+      fmt::print(stderr, "bench: workload of {} lengths, static against continuous batching\n",
+                 eval::length_mix_name(mix));
+      workloads.push_back(eval::run_workload(*model, pool, co, rows.back().n_seq, a.n_prompt, a.n_gen, mix, 99));
+    }
+    fmt::print("{}", eval::format_batched_markdown(rows, workloads));
     return 0;
   }
   Context ctx(*model, co, pool);

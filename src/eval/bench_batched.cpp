@@ -55,22 +55,37 @@ BatchedRow run_batched(const Model& model, ThreadPool& pool, ContextOptions co, 
   return row;
 }
 
+const char* length_mix_name(LengthMix mix) { return mix == LengthMix::Uniform ? "uniform" : "long-tailed"; }
+
+namespace {
+
+int output_length(LengthMix mix, int ntg, std::mt19937& rng) {
+  if (mix == LengthMix::Uniform) {
+    const int min_out = std::max(1, ntg / 16);
+    return min_out + static_cast<int>(rng() % (ntg - min_out + 1));
+  }
+  std::exponential_distribution<double> tail(2.0 / ntg);
+  return std::clamp(static_cast<int>(tail(rng)) + 1, 1, 4 * ntg);
+}
+
+}  // namespace
+
 WorkloadRow run_workload(const Model& model, ThreadPool& pool, ContextOptions co, int n_seq, int npp, int ntg,
-                         uint32_t seed) {
+                         LengthMix mix, uint32_t seed) {
   co.n_seq = n_seq;
-  co.n_ctx = npp + ntg;
+  co.n_ctx = npp + 4 * ntg;
   co.n_batch = std::max(co.n_batch, npp);
   co.prefix_cache = false;
   co.print_plan = false;
   Context ctx(model, co, pool);
   std::mt19937 rng(seed);
   std::vector<SequenceRequest> reqs(4 * static_cast<size_t>(n_seq));
-  WorkloadRow row{n_seq, static_cast<int>(reqs.size()), 0, 0, 0};
+  WorkloadRow row{mix, n_seq, static_cast<int>(reqs.size()), 0, 0, 0};
   for (SequenceRequest& r : reqs) {
-    const int min_prompt = std::max(1, npp / 8), min_out = std::max(1, ntg / 16);
+    const int min_prompt = std::max(1, npp / 8);
     const int np = min_prompt + static_cast<int>(rng() % (npp - min_prompt + 1));
     for (int i = 0; i < np; ++i) r.prompt.push_back(static_cast<int32_t>(rng() % ctx.n_vocab()));
-    r.max_tokens = min_out + static_cast<int>(rng() % (ntg - min_out + 1));
+    r.max_tokens = output_length(mix, ntg, rng);
     r.sampling.temperature = 0.0f;
     row.generated += r.max_tokens;
   }
@@ -88,7 +103,7 @@ WorkloadRow run_workload(const Model& model, ThreadPool& pool, ContextOptions co
   return row;
 }
 
-std::string format_batched_markdown(const std::vector<BatchedRow>& rows, const WorkloadRow& w) {
+std::string format_batched_markdown(const std::vector<BatchedRow>& rows, const std::vector<WorkloadRow>& workloads) {
   // Prefill runs at about the compute ceiling of a CPU: "of prompt" is the share of it that
   // batched decode reaches.
   std::string out = "| n_seq | pp | tg | prompt t/s | decode t/s (all sequences) | x single | ITL ms | of prompt t/s |\n"
@@ -97,12 +112,13 @@ std::string format_batched_markdown(const std::vector<BatchedRow>& rows, const W
   for (const BatchedRow& r : rows)
     out += fmt::format("| {} | {} | {} | {:.1f} | {:.1f} | {:.2f} | {:.1f} | {:.0f}% |\n", r.n_seq, r.npp, r.ntg, r.pp_ts(),
                        r.tg_ts(), base > 0 ? r.tg_ts() / base : 0.0, r.itl_ms(), 100.0 * r.tg_ts() / r.pp_ts());
-  out += fmt::format(
-      "\nworkload: {} requests of mixed lengths at {} sequences, {} generated tokens: static batching {:.2f} s "
-      "({:.1f} t/s), continuous batching {:.2f} s ({:.1f} t/s), {:.2f}x\n",
-      w.n_requests, w.n_seq, w.generated, w.static_s, w.generated / w.static_s, w.continuous_s,
-      w.generated / w.continuous_s, w.static_s / w.continuous_s);
-  return out;
+  for (const WorkloadRow& w : workloads)
+    out += fmt::format(
+        "\nworkload: {} requests of {} lengths at {} sequences, {} generated tokens: static batching {:.2f} s "
+        "({:.1f} t/s), continuous batching {:.2f} s ({:.1f} t/s), {:.2f}x",
+        w.n_requests, length_mix_name(w.mix), w.n_seq, w.generated, w.static_s, w.generated / w.static_s,
+        w.continuous_s, w.generated / w.continuous_s, w.static_s / w.continuous_s);
+  return out + "\n";
 }
 
 }  // namespace ember::eval

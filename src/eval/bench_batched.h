@@ -26,17 +26,27 @@ struct BatchedRow {
 BatchedRow run_batched(const Model& model, ThreadPool& pool, ContextOptions co, int n_seq, int npp, int ntg, int reps,
                        uint32_t seed);
 
+// Output lengths of a workload's requests (prompts are always npp/8..npp, uniform):
+//   Uniform:  ntg/16..ntg, uniform.
+//   LongTail: exponential with mean ntg/2, at most 4 * ntg: most replies short, a few long,
+//             the shape of chat serving traces (ShareGPT's reply lengths).
+enum class LengthMix { Uniform, LongTail };
+const char* length_mix_name(LengthMix mix);
+
 struct WorkloadRow {
+  LengthMix mix = LengthMix::Uniform;
   int n_seq = 0, n_requests = 0;
   int64_t generated = 0;  // tokens, the same in both modes
   double static_s = 0, continuous_s = 0;
 };
 
-// 4 * n_seq requests, prompts of npp/8..npp and outputs of ntg/16..ntg tokens (uniform, seeded),
-// greedy, no stop tokens; the prefix cache is off so neither mode profits from the other.
+// 4 * n_seq requests of `mix` lengths (seeded), greedy, no stop tokens; the prefix cache is
+// off so neither mode profits from the other. Static batching runs them n_seq at a time,
+// each group to its end (a finished sequence leaves, nothing takes its place: kinder than
+// padding to the longest); continuous batching runs them all through one scheduler.
 WorkloadRow run_workload(const Model& model, ThreadPool& pool, ContextOptions co, int n_seq, int npp, int ntg,
-                         uint32_t seed);
+                         LengthMix mix, uint32_t seed);
 
-std::string format_batched_markdown(const std::vector<BatchedRow>& rows, const WorkloadRow& workload);
+std::string format_batched_markdown(const std::vector<BatchedRow>& rows, const std::vector<WorkloadRow>& workloads);
 
 }  // namespace ember::eval
