@@ -123,15 +123,15 @@ class CudaBackend final : public Backend {
     return std::make_unique<DeviceMemory>(rt_, bytes);
   }
   void copy(void* dst, const void* src, size_t bytes) override {
-    outside_graphs("copy");
+    outside_graphs();
     rt_.copy(dst, src, bytes, stream_);
   }
   void write(void* dst, const void* host, size_t bytes) override {
-    outside_graphs("write");
+    outside_graphs();
     rt_.upload(dst, host, bytes, stream_);
   }
   void read(void* host, const void* src, size_t bytes) override {
-    outside_graphs("read");
+    outside_graphs();
     rt_.download(host, src, bytes, stream_);
   }
   // Workspaces grow on first use to what the shapes need (a few MiB at most).
@@ -226,8 +226,10 @@ class CudaBackend final : public Backend {
     return graphs_.skip(s.value());
   }
   bool replayed_signed(const Signature& s) { return !graphs_.direct() && graphs_.skip(s.value()); }
-  void outside_graphs(const char* what) const {
-    if (!graphs_.direct()) fail(ErrorKind::Internal, "cuda: {} inside a captured step", what);
+  // Memory work between steps (rollback, shift, split moves). Ops of a step never do it, so
+  // a capture or replay still open here belongs to a step that threw half way: end it.
+  void outside_graphs() {
+    if (!graphs_.direct()) graphs_.abandon();
   }
   // A workspace; growing one while a stream captures would bake memory about to be freed.
   void* reserve(GrowingBuffer& b, size_t bytes) {
@@ -319,7 +321,7 @@ void CudaBackend::attention(int layer, const MatView& q, const AttentionParams& 
 
 void CudaBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows,
                               const int32_t* rows, int64_t n, int head_dim, int32_t delta, const RopeParams& p) {
-  outside_graphs("rerope_rows");
+  outside_graphs();
   // One device block: the row numbers, a delta per row, then the rows as f32.
   const size_t ints = static_cast<size_t>(2 * n);
   const size_t floats_at = (ints * sizeof(int32_t) + 255) / 256 * 256;
