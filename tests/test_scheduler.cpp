@@ -15,47 +15,13 @@
 #include "engine/scheduler.h"
 #include "kv/kv_cache.h"
 #include "models/model_support.h"
+#include "models/scheduler_support.h"
 #include "util/error.h"
 
 using namespace ember;
 using namespace ember::test;
 
 namespace {
-
-SequenceRequest request(std::vector<int32_t> prompt, int max_tokens, float temperature, uint64_t seed) {
-  SequenceRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = temperature;
-  r.sampling.seed = seed;
-  return r;
-}
-
-// The request on its own, without the scheduler: prefill in one batch, then one token per
-// decode() call, sampled by its own chain.
-std::vector<int32_t> alone(const Model& model, const SequenceRequest& r, int threads = 2) {
-  ThreadPool pool(threads);
-  Context ctx(model, options(1), pool);
-  SamplerChain chain(r.sampling, ctx.n_ctx());
-  for (int32_t t : r.prompt) chain.accept(t);
-  std::vector<float> logits = run_batch(ctx, r.prompt, 0, r.prompt.size());
-  std::vector<int32_t> out;
-  std::span<const float> last(logits.data() + (r.prompt.size() - 1) * ctx.n_vocab(), ctx.n_vocab());
-  std::vector<float> step;
-  while (static_cast<int>(out.size()) < r.max_tokens) {
-    const int32_t t = chain.sample(last);
-    out.push_back(t);
-    step = run_batch(ctx, {t}, 0, 1);
-    last = std::span<const float>(step.data(), step.size());
-  }
-  return out;
-}
-
-std::vector<int32_t> prompt_of(int n, int salt, const std::vector<int32_t>& prefix = {}) {
-  std::vector<int32_t> p = prefix;
-  for (int i = 0; i < n; ++i) p.push_back((i * 7 + salt * 13 + 3) % 50 + 1);
-  return p;
-}
 
 struct Outcome {
   std::map<int, std::vector<int32_t>> tokens;
@@ -178,34 +144,16 @@ SchedulerStats randomized_run(int drafting) {
   auto model = Model::load(tiny_model("llama"), quiet_load());
   ThreadPool pool(1);
   Context ctx(*model, options(6, 14), pool);
-  std::mt19937 rng(5);
-  std::map<int, int> finished;
-  std::vector<int> live;
-  Scheduler sched(ctx, SchedulerOptions{6, 40},
-                  Scheduler::Events{nullptr, [&](int id, FinishReason) {
-                                      finished[id] += 1;
-                                      std::erase(live, id);
-                                    }});
-  const std::vector<int32_t> system = prompt_of(64, 7);
-  int submitted = 0;
-  for (int step = 0; step < 1500; ++step) {
-    if (rng() % 3 == 0) {
-      const int n = 1 + static_cast<int>(rng() % 90);
-      SequenceRequest r = request(prompt_of(n, static_cast<int>(rng() % 5), rng() % 2 ? system : std::vector<int32_t>{}),
-                                  1 + static_cast<int>(rng() % 30), (rng() % 2) ? 0.0f : 0.9f, rng());
-      if (drafting > 0 && submitted % 2 == 0)
-        r.draft = SequenceDrafting{drafting, 1 + static_cast<int>(rng() % 8), rng() % 2 == 0};
-      live.push_back(sched.submit(std::move(r)));
-      ++submitted;
-    }
-    if (!live.empty() && rng() % 11 == 0) sched.cancel(live[rng() % live.size()]);
-    sched.step();
+  RandomTraffic traffic;
+  Scheduler sched(ctx, SchedulerOptions{6, 40}, traffic.events());
+  auto draft = [&](SequenceRequest& r, int i, std::mt19937& rng) {
+    if (drafting > 0 && i % 2 == 0) r.draft = SequenceDrafting{drafting, 1 + static_cast<int>(rng() % 8), rng() % 2 == 0};
+  };
+  traffic.run(sched, 1500, draft, [&](int step) {
     CAPTURE(step);
     REQUIRE(ctx.kv_cache().audit() == "");
-  }
-  sched.run();
-  CHECK(static_cast<int>(finished.size()) == submitted);
-  for (const auto& [id, n] : finished) CHECK(n == 1);
+  });
+  CHECK(traffic.each_finished_once());
   CHECK(sched.stats().preemptions > 0);
   CHECK(sched.stats().cached_tokens > 0);
   CHECK(ctx.kv_cache().stats().front().used == 0);

@@ -18,6 +18,7 @@
 #include "engine/scheduler.h"
 #include "kv/kv_cache.h"
 #include "models/model_support.h"
+#include "models/scheduler_support.h"
 #include "quantize/quantize_file.h"
 #include "util/error.h"
 
@@ -46,36 +47,6 @@ const Models& models(const std::string& draft_arch = "llama") {
   static std::map<std::string, std::unique_ptr<Models>> m;
   if (!m.count(draft_arch)) m[draft_arch] = std::make_unique<Models>("llama", draft_arch);
   return *m[draft_arch];
-}
-
-SequenceRequest request(std::vector<int32_t> prompt, int max_tokens, float temperature, uint64_t seed) {
-  SequenceRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = temperature;
-  r.sampling.seed = seed;
-  return r;
-}
-
-std::vector<int32_t> prompt_of(int n, int salt, const std::vector<int32_t>& prefix = {}) {
-  std::vector<int32_t> p = prefix;
-  for (int i = 0; i < n; ++i) p.push_back((i * 7 + salt * 13 + 3) % 50 + 1);
-  return p;
-}
-
-// Greedy decoding of the request alone: prefill, then one decode() per token.
-std::vector<int32_t> alone(const Model& model, const SequenceRequest& r) {
-  ThreadPool pool(1);
-  Context ctx(model, options(1), pool);
-  const std::vector<float> all = run_batch(ctx, r.prompt, 0, r.prompt.size());
-  std::vector<float> last(all.end() - ctx.n_vocab(), all.end());
-  SamplerChain chain(r.sampling, ctx.n_ctx());
-  std::vector<int32_t> out;
-  while (static_cast<int>(out.size()) < r.max_tokens) {
-    out.push_back(chain.sample(last));
-    last = run_batch(ctx, {out.back()}, 0, 1);
-  }
-  return out;
 }
 
 struct Outcome {
@@ -137,7 +108,7 @@ TEST_CASE("draft model: a draft with a smaller vocabulary stops following at a t
     sched.submit(r);
   }
   sched.run();
-  for (int i = 0; i < 2; ++i) CHECK(got.at(i) == alone(*models().target, reqs[i]));
+  for (int i = 0; i < 2; ++i) CHECK(got.at(i) == alone(*models().target, reqs[i], 1));
   CHECK(sched.stats().drafted_tokens > 0);
 }
 
@@ -148,7 +119,7 @@ TEST_CASE("draft model: greedy sequences give exactly their tokens alone; preemp
     reqs.push_back(request(prompt_of(5 + 9 * i, i, i % 2 == 0 ? system : std::vector<int32_t>{}), 20 + 3 * (i % 4),
                            0.0f, 1000 + i));
   std::vector<std::vector<int32_t>> want;
-  for (const SequenceRequest& r : reqs) want.push_back(alone(*models().target, r));
+  for (const SequenceRequest& r : reqs) want.push_back(alone(*models().target, r, 1));
   struct Setup {
     int n_par, batch_tokens, kv_blocks;
   };
@@ -189,7 +160,7 @@ TEST_CASE("draft model: a gemma3 draft (sliding window) rolls back its rejected 
   std::vector<SequenceRequest> reqs;
   for (int i = 0; i < 6; ++i) reqs.push_back(request(prompt_of(20 + 23 * i, i), 40, 0.0f, 1));
   const Outcome got = run_all(reqs, 6, 32, 14, SequenceDrafting{0, 6, true, true}, -1, -1, "gemma3");
-  for (size_t i = 0; i < reqs.size(); ++i) CHECK(got.tokens.at(static_cast<int>(i)) == alone(*models().target, reqs[i]));
+  for (size_t i = 0; i < reqs.size(); ++i) CHECK(got.tokens.at(static_cast<int>(i)) == alone(*models().target, reqs[i], 1));
   CHECK(got.stats.drafted_tokens > 100);  // 1257, none accepted
   CHECK(got.stats.preemptions > 0);
 }
@@ -198,34 +169,17 @@ TEST_CASE("draft model: randomized arrivals, cancellations and preemptions keep 
   ThreadPool pool(1);
   Context ctx(*models().target, options(6, 14), pool);
   Context dctx(*models().draft, options(6, 14), pool);
-  std::mt19937 rng(5);
-  std::map<int, int> finished;
-  std::vector<int> live;
-  Scheduler sched(ctx, SchedulerOptions{6, 40, &dctx},
-                  Scheduler::Events{nullptr, [&](int id, FinishReason) {
-                                      finished[id] += 1;
-                                      std::erase(live, id);
-                                    }});
-  const std::vector<int32_t> system = prompt_of(64, 7);
-  int submitted = 0;
-  for (int step = 0; step < 1500; ++step) {
-    if (rng() % 3 == 0) {
-      const int n = 1 + static_cast<int>(rng() % 90);
-      SequenceRequest r = request(prompt_of(n, static_cast<int>(rng() % 5), rng() % 2 ? system : std::vector<int32_t>{}),
-                                  1 + static_cast<int>(rng() % 30), (rng() % 2) ? 0.0f : 0.9f, rng());
-      if (submitted % 3 != 2) r.draft = SequenceDrafting{0, 1 + static_cast<int>(rng() % 8), rng() % 2 == 0, true};
-      live.push_back(sched.submit(std::move(r)));
-      ++submitted;
-    }
-    if (!live.empty() && rng() % 11 == 0) sched.cancel(live[rng() % live.size()]);
-    sched.step();
+  RandomTraffic traffic;
+  Scheduler sched(ctx, SchedulerOptions{6, 40, &dctx}, traffic.events());
+  auto draft = [](SequenceRequest& r, int i, std::mt19937& rng) {
+    if (i % 3 != 2) r.draft = SequenceDrafting{0, 1 + static_cast<int>(rng() % 8), rng() % 2 == 0, true};
+  };
+  traffic.run(sched, 1500, draft, [&](int step) {
     CAPTURE(step);
     REQUIRE(ctx.kv_cache().audit() == "");
     REQUIRE(dctx.kv_cache().audit() == "");
-  }
-  sched.run();
-  CHECK(static_cast<int>(finished.size()) == submitted);
-  for (const auto& [id, n] : finished) CHECK(n == 1);
+  });
+  CHECK(traffic.each_finished_once());
   const SchedulerStats& st = sched.stats();
   CHECK(st.preemptions > 0);
   CHECK(st.accepted_tokens > 0);
