@@ -98,15 +98,19 @@ size_t StepBuffers::bytes_for(const Hparams& hp, int n_ub) {
 
 Step::Step(const Hparams& h, const LayerBackends& placement, KVCache& kv, const StepInputs& in, float* logits)
     : hp(h), place_(placement), n_(in.n_tokens), n_out_(in.n_out), logits_(logits) {
-  for (size_t il = 0; il < placement.backends.size(); ++il) {
-    Backend* b = placement.backends[il];
-    if (il == 0 || b != placement.backends[il - 1]) {
-      if (n_ <= 0 || n_ > placement.buffers[il]->n_ubatch)
-        fail(ErrorKind::Internal, "step of {} tokens with buffers for {}", n_, placement.buffers[il]->n_ubatch);
-      b->begin_step(kv, in);
-    }
+  for (const int il : first_layer_of_each_backend()) {
+    if (n_ <= 0 || n_ > placement.buffers[il]->n_ubatch)
+      fail(ErrorKind::Internal, "step of {} tokens with buffers for {}", n_, placement.buffers[il]->n_ubatch);
+    placement.backends[il]->begin_step(kv, in);
   }
   use(0);
+}
+
+std::vector<int> Step::first_layer_of_each_backend() const {
+  std::vector<int> first;
+  for (size_t il = 0; il < place_.backends.size(); ++il)
+    if (il == 0 || place_.backends[il] != place_.backends[il - 1]) first.push_back(static_cast<int>(il));
+  return first;
 }
 
 void Step::use(int il) {
@@ -133,8 +137,7 @@ void Step::begin_layer(int il) {
 
 void Step::finish() {
   flush_norm();
-  for (size_t il = 0; il < place_.backends.size(); ++il)
-    if (il == 0 || place_.backends[il] != place_.backends[il - 1]) place_.backends[il]->end_step();
+  for (const int il : first_layer_of_each_backend()) place_.backends[il]->end_step();
 }
 
 F32Mat Step::mat(float* data, int64_t cols) const { return F32Mat{data, cols, n_, cols}; }

@@ -96,6 +96,7 @@ class Step {
   void finish();
 
  private:
+  std::vector<int> first_layer_of_each_backend() const;  // the layers where a backend's run begins
   F32Mat mat(float* data, int64_t cols) const;
   void use(int il);  // x, cur, out, be_ and buf_ of layer il's backend
   void flush_norm();                     // computes a deferred rms_norm
