@@ -19,10 +19,19 @@ class DeviceGraph {
   virtual void launch(Stream s) = 0;
 };
 
+// What the device's peak rates are computed from (cuda/tensor_peak.h); zeros where unknown
+// (the CPU execution).
+struct DeviceInfo {
+  int cc_major = 0, cc_minor = 0;  // compute capability
+  int sm_count = 0;
+  int clock_khz = 0;               // peak SM clock (cudaDevAttrClockRate)
+};
+
 class DeviceRuntime {
  public:
   virtual ~DeviceRuntime() = default;
   virtual std::string describe() const = 0;        // "cuda:0 NVIDIA H200 (139.7 GiB, sm_90)"
+  virtual DeviceInfo info() const = 0;
   virtual size_t free_memory() const = 0;          // bytes free on the device now
   // Zero-filled and ready when this returns; throws OutOfMemory naming the size. Never
   // while a stream captures.
@@ -39,6 +48,9 @@ class DeviceRuntime {
   virtual void upload(void* dst, const void* host, size_t bytes, Stream s) = 0;
   virtual void download(void* host, const void* src, size_t bytes, Stream s) = 0;  // waits for s
   virtual void copy(void* dst, const void* src, size_t bytes, Stream s) = 0;      // device to device
+  // Returns once the work enqueued on s so far has run (benchmarks time work by the wall
+  // clock around many launches and one synchronize). Never while s captures.
+  virtual void synchronize(Stream s) = 0;
 
   // Between the two, the work enqueued on s is recorded into the graph, not run.
   virtual void begin_capture(Stream s) = 0;

@@ -35,6 +35,15 @@ class GpuRuntime final : public DeviceRuntime {
     return fmt::format("cuda:0 {} ({:.1f} GiB, sm_{}{})", prop_.name, prop_.totalGlobalMem / 1073741824.0, prop_.major,
                        prop_.minor);
   }
+  DeviceInfo info() const override {
+    DeviceInfo d;
+    d.cc_major = prop_.major;
+    d.cc_minor = prop_.minor;
+    d.sm_count = prop_.multiProcessorCount;
+    // An attribute, not cudaDeviceProp::clockRate: CUDA 13 dropped that field.
+    EMBER_CUDA_CHECK(cudaDeviceGetAttribute(&d.clock_khz, cudaDevAttrClockRate, 0));
+    return d;
+  }
   size_t free_memory() const override {
     size_t free = 0, total = 0;
     EMBER_CUDA_CHECK(cudaMemGetInfo(&free, &total));
@@ -74,6 +83,7 @@ class GpuRuntime final : public DeviceRuntime {
     if (bytes)
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(s)));
   }
+  void synchronize(Stream s) override { EMBER_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s))); }
   // Thread-local mode: another thread's CUDA calls neither break nor join the capture.
   void begin_capture(Stream s) override {
     EMBER_CUDA_CHECK(cudaStreamBeginCapture(static_cast<cudaStream_t>(s), cudaStreamCaptureModeThreadLocal));

@@ -25,6 +25,7 @@ class HostGraph final : public DeviceGraph {
 class HostRuntime final : public DeviceRuntime {
  public:
   std::string describe() const override { return "cuda kernels on the CPU (cpu_exec)"; }
+  DeviceInfo info() const override { return {}; }
   size_t free_memory() const override { return system_memory().available; }
   void* allocate(size_t bytes) override {
     if (bytes == 0) return nullptr;
@@ -54,6 +55,10 @@ class HostRuntime final : public DeviceRuntime {
     else
       std::memmove(dst, src, bytes);
   }
+
+  void synchronize(Stream s) override {
+    if (cpu_exec::capturing(s)) fail(ErrorKind::Internal, "cpu_exec: synchronize on a capturing stream");
+  }  // work ran when it was enqueued
 
   void begin_capture(Stream s) override { cpu_exec::begin_capture(s); }
   std::unique_ptr<DeviceGraph> end_capture(Stream s) override {

@@ -147,3 +147,28 @@ TEST_CASE("synth: bad shapes and vocabularies are refused with one clear error")
                           dir.file("y.gguf") + " > " + dir.file("log") + " 2>&1";
   CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 5);  // Unsupported
 }
+
+TEST_CASE("synth: --n-vocab pads the vocabulary with control tokens, a model and tokenizer of that size") {
+  test::TempDir dir("synth");
+  auto o = tiny(convert::Arch::Llama, "q8_0");
+  o.hp.tied_embeddings = true;
+  o.n_vocab = 32013;  // llama-spm holds 32000
+  synth::synth_model(o, dir.file("padded.gguf"), nullptr);
+  const gguf::File f = gguf::File::open(dir.file("padded.gguf"));
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"}) {
+    CAPTURE(key);
+    REQUIRE(f.find_array(key) != nullptr);
+    CHECK(f.find_array(key)->size() == 32013);
+  }
+  const auto* tokens = f.find_array("tokenizer.ggml.tokens");
+  CHECK(tokens->string_at(31999) == gguf::File::open(kVocab).find_array("tokenizer.ggml.tokens")->string_at(31999));
+  CHECK(tokens->string_at(32012) == "<|synth_pad_32012|>");
+  CHECK(f.find_array("tokenizer.ggml.token_type")->int_at(32000) == 3);
+  CHECK(f.find_tensor("token_embd.weight")->ne[1] == 32013);
+  LoadOptions lo;
+  lo.print_plan = false;
+  CHECK(Model::load(dir.file("padded.gguf"), lo)->hparams().n_vocab == 32013);
+
+  o.n_vocab = 31999;  // fewer than the vocabulary holds
+  CHECK_THROWS_AS(synth::synth_model(o, dir.file("short.gguf"), nullptr), Error);
+}

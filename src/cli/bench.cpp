@@ -16,9 +16,9 @@
 #include <charconv>
 #include <filesystem>
 #include <map>
-#include <optional>
 
 #include "util/thread_pool.h"
+#include "cli/bench_bandwidth.h"
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
 #include "cli/generation_flags.h"
@@ -32,7 +32,6 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
-#include "util/membw.h"
 #include "util/mmap.h"
 
 namespace ember::cli {
@@ -95,6 +94,16 @@ std::string lower_name(DType type) {
   std::string s = dtype_name(type);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
+}
+
+// llama-bench's "backends" field for a model whose layers run (at least partly) on `device`.
+const char* backend_label(DeviceKind device) {
+  switch (device) {
+    case DeviceKind::Cpu: return "CPU";
+    case DeviceKind::Cuda: return "CUDA";
+    case DeviceKind::CudaOnCpu: return "CUDA-on-CPU";
+  }
+  return "?";
 }
 
 // The plain greedy and the speculative row (eval/bench_speculative.h), in their own context.
@@ -192,26 +201,23 @@ int run_bench(BenchArgs& a) {
   bo.warmup = !a.no_warmup;
   const eval::BenchModelInfo info = describe_model(*model, std::filesystem::path(a.model).filename().string());
   std::vector<eval::BenchRow> rows;
-  std::optional<BandwidthProbe> probe;  // made for the first decode test, shared by the rest
+  const bool all_on_device = model->device() != DeviceKind::Cpu && model->placement().first_device_layer == 0;
+  BenchBandwidth bandwidth(all_on_device ? model->device() : DeviceKind::Cpu, pool);
   for (const eval::BenchTest& t : tests) {
     fmt::print(stderr, "bench: {} ({} warm-up, {} runs, {} threads)\n", t.name(), bo.warmup ? 1 : 0, bo.reps, n_threads);
     eval::BenchRow row;
-    // Decode tests get the memory bandwidth read with the benchmark's threads between their
-    // tokens (eval::BenchOptions::read_bandwidth).
+    // Decode tests get the bandwidth read between their tokens (cli/bench_bandwidth.h).
     eval::BenchOptions test_opts = bo;
-    if (t.n_gen > 0 && t.n_prompt == 0) {
-      if (!probe) {
-        probe.emplace(pool);
-        probe->pattern_passes();  // warm-up
-      }
-      test_opts.read_bandwidth = [&](double seconds) { return bytes_per_s(probe->gb_per_s_over(seconds)); };
-    }
+    if (t.n_gen > 0 && t.n_prompt == 0)
+      test_opts.read_bandwidth = [&](double seconds) { return bandwidth.read(seconds); };
     row.result = eval::run_bench_test(ctx, t, test_opts, tok.add_bos(), tok.bos());
     row.n_threads = n_threads;
     row.n_batch = a.n_batch;
     row.n_ubatch = co.n_ubatch;
     row.type_k = lower_name(co.k_type);
     row.type_v = lower_name(co.v_type);
+    row.backend = backend_label(model->device());
+    row.bandwidth_name = bandwidth.name();
     if (t.n_gen > 0) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
       const int64_t mean_kv = t.n_depth + (t.n_gen - 1) / 2;
@@ -221,7 +227,10 @@ int run_bench(BenchArgs& a) {
   }
   if (a.draft.enabled()) {
     std::vector<eval::BenchRow> spec = speculative_rows(a, *model, tok, pool, co, n_threads);
-    for (eval::BenchRow& r : spec) rows.push_back(std::move(r));
+    for (eval::BenchRow& r : spec) {
+      r.backend = backend_label(model->device());
+      rows.push_back(std::move(r));
+    }
   }
   if (a.output == "json") {
     fmt::print("{}", eval::format_json(info, rows));

@@ -3,6 +3,9 @@
 //   ember bench-ops                      bandwidth, matvec GB/s per type (1 and -t threads), matmul GFLOP/s
 //   ember bench-ops -t 2 --types Q4_0,Q4_K --reps 9
 //   ember bench-ops --no-matmul          only the memory-bound part (and attention)
+//   ember bench-ops --gpu                only the GPU tables (bench_ops_gpu.cpp), which otherwise
+//                                        follow the CPU ones when a CUDA device is present
+//   EMBER_CUDA_ON_CPU=1 ember bench-ops --gpu --small   the same on the CPU execution, tiny shapes
 //
 // matvec (one token, the decode case) is memory-bound: it is reported as weight bytes read
 // per second and as a percentage of the read bandwidth measured with the same thread count.
@@ -29,6 +32,8 @@
 #include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "cli/bench_ops_attention.h"
+#include "cli/bench_ops_gpu.h"
+#include "cli/bench_ops_weights.h"
 #include "cli/commands.h"
 #include "eval/bench.h"
 #include "tensor/quant.h"
@@ -47,6 +52,8 @@ struct BenchOpsFlags {
   bool no_matvec = false;
   bool no_matmul = false;
   bool no_attention = false;
+  bool gpu_only = false;  // --gpu: only the GPU tables
+  bool small = false;     // --small: the GPU tables with tiny shapes (for EMBER_CUDA_ON_CPU=1)
 };
 
 DType parse_type(const std::string& name) {
@@ -85,21 +92,7 @@ struct BenchWeights {
     copies = static_cast<int>(std::max<size_t>(1, (min_total_bytes + matrix_bytes - 1) / matrix_bytes));
     const size_t total = matrix_bytes * copies;
     data.reset(new uint8_t[total]);
-    const int64_t seed_rows = std::min<int64_t>(r, 32);
-    std::vector<float> x(static_cast<size_t>(c));
-    uint64_t state = 0x9E3779B97F4A7C15ull;
-    for (int64_t i = 0; i < seed_rows; ++i) {
-      for (float& v : x) {  // xorshift: uniform in [-1, 1)
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        v = static_cast<float>(state >> 40) / static_cast<float>(1 << 23) - 1.0f;
-      }
-      quantize_row_reference(t, x.data(), data.get() + i * row_bytes, c);
-    }
-    const size_t seed_bytes = row_bytes * seed_rows;
-    for (size_t off = seed_bytes; off < total; off += seed_bytes)
-      std::memcpy(data.get() + off, data.get(), std::min(seed_bytes, total - off));
+    fill_bench_rows(t, c, std::min<int64_t>(r, 32), data.get(), total);
   }
   std::vector<PackedWeight> packed;  // when repacked: one per copy
 
@@ -215,9 +208,28 @@ void print_core_throughput(const std::vector<DType>& types) {
   }
 }
 
+// The GPU tables (bench_ops_gpu.h) when a CUDA device is present, or the CPU execution of
+// the kernels (EMBER_CUDA_ON_CPU=1) with --small: at full size it would take hours there.
+void maybe_print_gpu_tables(const BenchOpsFlags& f) {
+  const DeviceKind device = choose_placement(-1, 1).device;
+  if (device == DeviceKind::Cpu) {
+    if (f.gpu_only) fail(ErrorKind::Unsupported, "--gpu: no CUDA device (EMBER_CUDA_ON_CPU=1 runs the kernels on the CPU)");
+    return;
+  }
+  if (device == DeviceKind::CudaOnCpu && !f.small) {
+    fmt::print("\nGPU tables: skipped on the CPU execution of the kernels without --small\n");
+    return;
+  }
+  print_gpu_tables(device, f.small, f.reps);
+}
+
 int run_bench_ops(const BenchOpsFlags& f) {
   if (f.threads < 1 || f.reps < 1 || f.batch < 1)
     fail(ErrorKind::InvalidArgument, "-t, --reps and --batch must be positive");
+  if (f.gpu_only) {
+    maybe_print_gpu_tables(f);
+    return 0;
+  }
   const std::vector<DType> types = parse_types(f.types);
   std::vector<int> thread_counts{1};
   if (f.threads > 1) thread_counts.push_back(f.threads);
@@ -285,6 +297,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
     }
   }
   if (!f.no_attention) print_attention_table(f.threads, f.reps);
+  maybe_print_gpu_tables(f);
   return 0;
 }
 
@@ -300,6 +313,8 @@ void add_bench_ops(CLI::App& app) {
   cmd->add_flag("--no-matvec", flags->no_matvec, "skip the matvec table");
   cmd->add_flag("--no-matmul", flags->no_matmul, "skip the matmul table");
   cmd->add_flag("--no-attention", flags->no_attention, "skip the attention table");
+  cmd->add_flag("--gpu", flags->gpu_only, "only the GPU tables (a CUDA device, or EMBER_CUDA_ON_CPU=1 with --small)");
+  cmd->add_flag("--small", flags->small, "GPU tables with tiny shapes (for EMBER_CUDA_ON_CPU=1)");
   cmd->callback([flags] { set_exit_code(guarded("bench-ops", [&] { return run_bench_ops(*flags); })); });
 }
 

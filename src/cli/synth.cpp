@@ -17,7 +17,7 @@ namespace {
 
 struct SynthFlags {
   std::string arch = "llama", vocab, out, type = "f16";
-  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ff = 0, ctx = 0, window = -1, head_dim = 0;
+  int64_t n_vocab = 0, dim = 0, layers = 0, heads = 0, kv_heads = 0, ff = 0, ctx = 0, window = -1, head_dim = 0;
   uint64_t seed = 0;
   int threads = 0;
   bool tied = false, untied = false;
@@ -34,6 +34,8 @@ void add_synth(CLI::App& app) {
   cmd->add_option("-o,--output", f->out, "output GGUF path")->required();
   cmd->add_option("--type", f->type, "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m")
       ->default_val("f16");
+  cmd->add_option("--n-vocab", f->n_vocab,
+                  "tokens (default: the vocabulary's; more pads it with control tokens, e.g. 128256 for Llama 3)");
   cmd->add_option("--dim", f->dim, "embedding length (default 2048)");
   cmd->add_option("--layers", f->layers, "blocks (default 22)");
   cmd->add_option("--heads", f->heads, "query heads (default 32)");
@@ -68,6 +70,7 @@ void add_synth(CLI::App& app) {
       o.vocab_path = f->vocab;
       o.type = quantize::parse_file_type(f->type);
       o.seed = f->seed;
+      o.n_vocab = f->n_vocab;
       ThreadPool pool(f->threads > 0 ? f->threads : ThreadPool::default_threads());
       const auto s = synth::synth_model(o, f->out, &pool);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

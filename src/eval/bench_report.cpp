@@ -98,7 +98,7 @@ std::string format_markdown(const BenchModelInfo& m, const std::vector<BenchRow>
   }
   for (const BenchRow& r : rows) {
     fmt::format_to(it, "| {:<30} | {:>10} | {:>10} | {:<10} | {:>7} | {:>15} | {:>20} |\n", m.type, human_size(m.size),
-                   human_params(m.n_params), "CPU", r.n_threads, r.result.test.name(),
+                   human_params(m.n_params), r.backend, r.n_threads, r.result.test.name(),
                    fmt::format("{:.2f} ± {:.2f}", r.result.avg_ts(), r.result.stddev_ts()));
   }
   return out;
@@ -123,9 +123,9 @@ std::string format_notes(const std::vector<BenchRow>& rows) {
       fmt::format_to(it, "{}: {:.1f} MiB read per decoded token", t.name(), double(r.decode_bytes) / (1 << 20));
       if (r.mem_bw() > 0) {
         fmt::format_to(it,
-                       "; memory bandwidth {:.1f} GB/s -> roofline {:.1f} t/s; decode at {:.1f}% of it "
+                       "; {} {:.1f} GB/s -> roofline {:.1f} t/s; decode at {:.1f}% of it "
                        "(median over the runs, each against the bandwidth read between its tokens: {:.1f}%)",
-                       r.mem_bw() / 1e9, r.roofline_ts(), r.roofline_pct(), fmt::join(r.roofline_pct_runs(), "%, "));
+                       r.bandwidth_name, r.mem_bw() / 1e9, r.roofline_ts(), r.roofline_pct(), fmt::join(r.roofline_pct_runs(), "%, "));
       }
       out += "\n";
     }
@@ -142,8 +142,8 @@ std::string format_json(const BenchModelInfo& m, const std::vector<BenchRow>& ro
     out += "  {\n";
     fmt::format_to(it, "    \"model_filename\": {},\n    \"model_type\": {},\n", json::quote(m.filename), json::quote(m.type));
     fmt::format_to(it, "    \"model_size\": {},\n    \"model_n_params\": {},\n", m.size, m.n_params);
-    fmt::format_to(it, "    \"backends\": \"CPU\",\n    \"n_batch\": {},\n    \"n_ubatch\": {},\n    \"n_threads\": {},\n",
-                   r.n_batch, r.n_ubatch, r.n_threads);
+    fmt::format_to(it, "    \"backends\": {},\n    \"n_batch\": {},\n    \"n_ubatch\": {},\n    \"n_threads\": {},\n",
+                   json::quote(r.backend), r.n_batch, r.n_ubatch, r.n_threads);
     fmt::format_to(it, "    \"type_k\": {},\n    \"type_v\": {},\n", json::quote(r.type_k), json::quote(r.type_v));
     fmt::format_to(it, "    \"n_prompt\": {},\n    \"n_gen\": {},\n    \"n_depth\": {},\n", t.n_prompt, t.n_gen, t.n_depth);
     fmt::format_to(it, "    \"test\": {},\n", json::quote(t.name()));
@@ -184,8 +184,8 @@ std::string format_csv(const BenchModelInfo& m, const std::vector<BenchRow>& row
   };
   for (const BenchRow& r : rows) {
     const BenchTest& t = r.result.test;
-    fmt::format_to(it, "{},{},{},{},CPU,{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.3f},{},{:.3f},{:.2f},",
-                   quoted(m.filename), quoted(m.type), m.size, m.n_params, r.n_batch, r.n_ubatch, r.n_threads, r.type_k,
+    fmt::format_to(it, "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6f},{:.6f},{:.3f},{},{:.3f},{:.2f},",
+                   quoted(m.filename), quoted(m.type), m.size, m.n_params, r.backend, r.n_batch, r.n_ubatch, r.n_threads, r.type_k,
                    r.type_v, t.n_prompt, t.n_gen, t.n_depth, quoted(t.name()), uint64_t(r.result.avg_ns()),
                    uint64_t(r.result.stddev_ns()), r.result.avg_ts(), r.result.stddev_ts(), r.ttft_ms(), r.decode_bytes,
                    r.mem_bw() / 1e9, r.roofline_pct());

@@ -33,6 +33,9 @@ struct BenchSpeculative {
 
 struct BenchRow {
   BenchResult result;
+  std::string backend = "CPU";  // llama-bench's "backends" field: CPU, CUDA
+  // What result.mem_bw_runs measured, as the notes name it.
+  std::string bandwidth_name = "memory bandwidth";
   int n_threads = 0;
   int n_batch = 0;
   int n_ubatch = 0;

@@ -2,6 +2,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
@@ -71,6 +75,38 @@ void fill_row(uint64_t tseed, int64_t row, InitScale scale, float* out, int64_t 
   }
 }
 
+namespace {
+
+// The vocabulary's tokenizer.* keys, the per-token arrays padded to n_vocab entries with
+// control tokens (score 0) when it holds fewer.
+void copy_tokenizer(const gguf::File& vocab, int64_t n_vocab, gguf::Writer& w) {
+  constexpr int32_t kControl = 3;  // llama.cpp's LLAMA_TOKEN_TYPE_CONTROL
+  const uint64_t n = static_cast<uint64_t>(n_vocab);
+  for (const gguf::KeyValue& kv : vocab.metadata()) {
+    if (!kv.key.starts_with("tokenizer.")) continue;
+    const uint64_t have = kv.type == gguf::ValueType::ARRAY ? kv.array.size() : 0;
+    if (have == n || (kv.key != "tokenizer.ggml.tokens" && kv.key != "tokenizer.ggml.scores" &&
+                      kv.key != "tokenizer.ggml.token_type")) {
+      w.copy_kv(kv);
+    } else if (kv.key == "tokenizer.ggml.tokens") {
+      std::vector<std::string> tokens;
+      for (uint64_t i = 0; i < n; ++i)
+        tokens.push_back(i < have ? std::string(kv.array.string_at(i)) : fmt::format("<|synth_pad_{}|>", i));
+      w.set_array_string(kv.key, tokens);
+    } else if (kv.key == "tokenizer.ggml.scores") {
+      std::vector<float> scores(n, 0.0f);
+      for (uint64_t i = 0; i < have; ++i) scores[i] = static_cast<float>(kv.array.float_at(i));
+      w.set_array_f32(kv.key, scores);
+    } else {
+      std::vector<int32_t> types(n, kControl);
+      for (uint64_t i = 0; i < have; ++i) types[i] = static_cast<int32_t>(kv.array.int_at(i));
+      w.set_array_i32(kv.key, types);
+    }
+  }
+}
+
+}  // namespace
+
 SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, ThreadPool* pool) {
   const gguf::File vocab = gguf::File::open(opt.vocab_path);
   const gguf::ArrayView* tokens = vocab.find_array("tokenizer.ggml.tokens");
@@ -78,6 +114,9 @@ SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, Thr
     fail(ErrorKind::Format, "{}: no tokenizer.ggml.tokens string array: not a vocabulary GGUF", opt.vocab_path);
   HParams hp = opt.hp;
   hp.n_vocab = static_cast<int64_t>(tokens->size());
+  if (opt.n_vocab != 0 && opt.n_vocab < hp.n_vocab)
+    fail(ErrorKind::InvalidArgument, "--n-vocab {}: {} already holds {} tokens", opt.n_vocab, opt.vocab_path, hp.n_vocab);
+  if (opt.n_vocab > hp.n_vocab) hp.n_vocab = opt.n_vocab;
   const auto specs = convert::tensor_specs(hp);  // validates hp
 
   gguf::Writer w;
@@ -86,8 +125,7 @@ SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, Thr
   w.set_string("general.description", fmt::format("ember synth: random weights, seed {}", opt.seed));
   w.set_u32("general.file_type", opt.type.llama_ftype);
   w.set_u32("general.quantization_version", 2);
-  for (const gguf::KeyValue& kv : vocab.metadata())
-    if (kv.key.starts_with("tokenizer.")) w.copy_kv(kv);
+  copy_tokenizer(vocab, hp.n_vocab, w);
 
   const quantize::TypePlan plan(opt.type, static_cast<int>(hp.n_layer), !hp.tied_embeddings);
   SynthStats stats;

@@ -20,6 +20,9 @@ struct SynthOptions {
   std::string vocab_path;      // GGUF whose tokenizer.* keys are copied
   quantize::FileType type = quantize::parse_file_type("f16");
   uint64_t seed = 0;
+  // Tokens of the model: 0 takes the vocabulary's; more pads it with control tokens
+  // "<|synth_pad_N|>" (a Llama-3-sized head from a smaller vocabulary file).
+  int64_t n_vocab = 0;
 };
 
 // Shape defaults per architecture: TinyLlama-1.1B's (2048 wide, 22 blocks, 32/4 heads,

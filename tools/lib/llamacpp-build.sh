@@ -45,6 +45,19 @@ llamacpp_missing() {
     return 1
 }
 
+# llamacpp_configure BUILD_DIR FLAG...: the shared configuration, plus FLAG... (later flags win).
+llamacpp_configure() {
+    local dir=$1
+    shift
+    nice -n 10 cmake -S "$LLAMACPP_SRC" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DBUILD_SHARED_LIBS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
+        -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+        -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_BMI2=ON -DGGML_OPENMP=ON \
+        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_TOOLS=ON \
+        -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF \
+        -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF "$@" >&2
+}
+
 llamacpp_build() {
     llamacpp_missing "$@" || return 0
     mkdir -p "$LLAMACPP_CACHE"
@@ -53,13 +66,30 @@ llamacpp_build() {
     if ! llamacpp_missing "$@"; then flock -u 9; return 0; fi
     llamacpp_fetch_sources
     echo "building llama.cpp ($LLAMA_CPP_PYTHON_VERSION: $*) into $LLAMACPP_BUILD (nice, -j$LLAMACPP_JOBS)" >&2
-    nice -n 10 cmake -S "$LLAMACPP_SRC" -B "$LLAMACPP_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-        -DBUILD_SHARED_LIBS=OFF -DGGML_CUDA=OFF -DGGML_METAL=OFF -DGGML_VULKAN=OFF \
-        -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
-        -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DGGML_BMI2=ON -DGGML_OPENMP=ON \
-        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_TOOLS=ON \
-        -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF \
-        -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_APP=OFF >&2
+    llamacpp_configure "$LLAMACPP_BUILD"
     nice -n 10 cmake --build "$LLAMACPP_BUILD" -j"$LLAMACPP_JOBS" --target "$@" >&2
     flock -u 9
+}
+
+# The same sources with llama.cpp's CUDA backend (GGML_CUDA=ON), for the GPU comparisons of
+# tools/gpu-goals: `llamacpp_build_cuda ARCHS TARGET...` builds TARGET... for the CUDA
+# architectures ARCHS ("90") into $LLAMACPP_CUDA_BIN. It never downloads (GPU machines have
+# no network): the sdist must already be in the cache ($LLAMACPP_TARBALL; fetch it with
+# `llamacpp_fetch_sources` where there is a network and carry the cache along).
+LLAMACPP_TARBALL=$LLAMACPP_CACHE/dl/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz
+LLAMACPP_CUDA_BUILD=$LLAMACPP_CACHE/build-cuda
+LLAMACPP_CUDA_BIN=$LLAMACPP_CUDA_BUILD/bin
+
+llamacpp_build_cuda() {
+    local archs=$1 t
+    shift
+    [[ -f $LLAMACPP_SRC/CMakeLists.txt || -f $LLAMACPP_TARBALL ]] ||
+        llamacpp_die "no llama.cpp sources in $LLAMACPP_CACHE (fetch them where there is a network)"
+    [[ -f $LLAMACPP_SRC/CMakeLists.txt ]] || llamacpp_fetch_sources
+    for t in "$@"; do [[ -x $LLAMACPP_CUDA_BIN/$t ]] || break; done
+    [[ -x $LLAMACPP_CUDA_BIN/$t ]] && return 0
+    echo "building llama.cpp with CUDA ($LLAMA_CPP_PYTHON_VERSION, sm $archs: $*) into $LLAMACPP_CUDA_BUILD (-j$LLAMACPP_JOBS)" >&2
+    llamacpp_configure "$LLAMACPP_CUDA_BUILD" -DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$archs" -DGGML_NATIVE=ON \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
+    nice -n 10 cmake --build "$LLAMACPP_CUDA_BUILD" -j"$LLAMACPP_JOBS" --target "$@" >&2
 }
