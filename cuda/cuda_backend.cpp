@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "cuda/device_runtime.h"
+#include "cuda/device_select.h"
 #include "cuda/kernel_api.h"
 #include "cuda/step_graphs.h"
 #include "cuda/step_staging.h"
@@ -19,8 +19,6 @@
 namespace ember::cuda {
 namespace {
 
-DeviceRuntime& runtime_for(DeviceKind kind) { return kind == DeviceKind::Cuda ? gpu_runtime() : host_runtime(); }
-const Kernels& kernels_for(DeviceKind kind) { return kind == DeviceKind::Cuda ? gpu_kernels() : cpu_exec_kernels(); }
 
 class DeviceMemory final : public BackendBuffer {
  public:
@@ -65,7 +63,7 @@ bool graphs_enabled() {
 // uploaded once.
 class CudaWeightStore final : public WeightStore {
  public:
-  explicit CudaWeightStore(DeviceKind kind) : kind_(kind), rt_(runtime_for(kind)) {}
+  explicit CudaWeightStore(DeviceKind kind) : kind_(kind), rt_(device_runtime(kind)) {}
   DeviceKind kind() const override { return kind_; }
   MatView prepare_matmul(const MatView& w) override { return upload_matrix(w); }
   MatView prepare_rows(const MatView& w) override { return upload_matrix(w); }
@@ -106,7 +104,7 @@ class CudaWeightStore final : public WeightStore {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(DeviceKind kind)
-      : kind_(kind), rt_(runtime_for(kind)), k_(kernels_for(kind)), stream_(rt_.create_stream()),
+      : kind_(kind), rt_(device_runtime(kind)), k_(device_kernels(kind)), stream_(rt_.create_stream()),
         graphs_(rt_, stream_, graphs_enabled()), step_ints_(rt_, generation_), matmul_ws_(rt_, generation_),
         normed_q8_(rt_, generation_), attention_ws_(rt_, generation_), logits_(rt_, generation_),
         rerope_(rt_, generation_) {}

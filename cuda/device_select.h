@@ -1,4 +1,4 @@
-// The memory and kernels behind a DeviceKind, for host code outside the backend (benchmarks):
+// The memory and kernels behind a DeviceKind (the CUDA backend, benchmarks):
 // Cuda is device 0 (gpu_runtime, gpu_kernels: Unsupported without nvcc or a device),
 // CudaOnCpu the CPU execution of the same kernels (host_runtime, cpu_exec_kernels).
 // Plain C++, compiled in every build.

@@ -279,7 +279,7 @@ TEST_CASE("ember bench --draft: markdown notes, csv columns, flag errors") {
   CHECK(ember_test::run_ember("bench -m '" + model + "' -n 8 --draft-ngram 2 --draft '" + model + "'").exit_code == 2);
 }
 
-TEST_CASE("ember bench -np prints a row per concurrency and the static-vs-continuous workload line") {
+TEST_CASE("ember bench -np prints a row per concurrency and the static-vs-continuous workload lines") {
   const std::string model = ember_test::aidreams_gguf();
   REQUIRE(!model.empty());
   const auto r = ember_test::run_ember("bench -m '" + model + "' -np 1,3 -p 8 -n 4 -r 1 -t 1");
@@ -288,7 +288,8 @@ TEST_CASE("ember bench -np prints a row per concurrency and the static-vs-contin
   CHECK(r.out.find("| n_seq | pp | tg | prompt t/s | decode t/s (all sequences)") != std::string::npos);
   CHECK(r.out.find("\n| 1 | 8 | 4 | ") != std::string::npos);
   CHECK(r.out.find("\n| 3 | 8 | 4 | ") != std::string::npos);
-  CHECK(r.out.find("workload: 12 requests of mixed lengths at 3 sequences") != std::string::npos);
+  CHECK(r.out.find("workload: 12 requests of uniform lengths at 3 sequences") != std::string::npos);
+  CHECK(r.out.find("workload: 12 requests of long-tailed lengths at 3 sequences") != std::string::npos);
   CHECK(ember_test::run_ember("bench -m '" + model + "' -np 0 -p 8 -n 4").exit_code == 2);
   CHECK(ember_test::run_ember("bench -m '" + model + "' -np 2,x -p 8 -n 4").exit_code == 2);
 }

@@ -206,6 +206,7 @@ struct DeviceCache {
     kv.table = reinterpret_cast<const int32_t*>(table.get());
     kv.block_size = kBlock;
     kv.capacity = blocks(depth) * kBlock;
+    kv.table_stride = cuda::kDevKVHeader + blocks(depth);  // one sequence: one table
     return kv;
   }
   size_t bytes_read() const { return 2 * row_bytes * static_cast<size_t>(depth); }
@@ -223,12 +224,15 @@ void print_attention(DeviceRuntime& rt, const Kernels& k, Stream s, const Shapes
   for (DType t : kKVTypes)
     for (int64_t depth : sh.depths) {
       const DeviceCache c(rt, t, depth, static_cast<int64_t>(sh.n_head_kv) * sh.head_dim, sh.cycle_bytes);
-      DeviceBytes pos(rt, sizeof(int32_t)), scratch(rt, k.attention_scratch_bytes(p, 1, c.view(0).capacity));
-      const int32_t last = static_cast<int32_t>(depth - 1);
+      DeviceBytes pos(rt, sizeof(int32_t)), scratch(rt, k.attention_scratch_bytes(p, 1, 1, c.view(0).capacity));
+      DeviceBytes bounds(rt, 2 * sizeof(int32_t));  // one run of one query
+      const int32_t last = static_cast<int32_t>(depth - 1), one_run[2] = {0, 1};
       rt.upload(pos.get(), &last, sizeof last, nullptr);
+      rt.upload(bounds.get(), one_run, sizeof one_run, nullptr);
+      const cuda::DevRuns runs{reinterpret_cast<const int32_t*>(bounds.get()), 1, 1};
       const MatView qv{DType::F32, q_cols, 1, static_cast<size_t>(q_cols) * sizeof(float), q.get()};
       const double sec = seconds_per_call(rt, s, sh, reps, [&](int i) {
-        k.attention(qv, reinterpret_cast<const int32_t*>(pos.get()), c.view(i), p,
+        k.attention(qv, reinterpret_cast<const int32_t*>(pos.get()), runs, c.view(i), p,
                     F32Mat{reinterpret_cast<float*>(out.get()), q_cols, 1, q_cols}, scratch.get(), s);
       });
       const double gbs = static_cast<double>(c.bytes_read()) / sec / 1e9;
