@@ -74,17 +74,22 @@ llamacpp_build() {
 # The same sources with llama.cpp's CUDA backend (GGML_CUDA=ON), for the GPU comparisons of
 # tools/gpu-goals: `llamacpp_build_cuda ARCHS TARGET...` builds TARGET... for the CUDA
 # architectures ARCHS ("90") into $LLAMACPP_CUDA_BIN. It never downloads (GPU machines have
-# no network): the sdist must already be in the cache ($LLAMACPP_TARBALL; fetch it with
-# `llamacpp_fetch_sources` where there is a network and carry the cache along).
+# no network): the sources must already be in the cache, extracted, as the sdist
+# ($LLAMACPP_TARBALL) or as the trimmed archive llamacpp_pack_trimmed makes where there is a
+# network ($LLAMACPP_TRIMMED: the sdist is 73 MiB, more than a GPU machine is sent).
 LLAMACPP_TARBALL=$LLAMACPP_CACHE/dl/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz
+LLAMACPP_TRIMMED=$LLAMACPP_CACHE/dl/llama.cpp-$LLAMA_CPP_PYTHON_VERSION-trimmed.tar.gz
 LLAMACPP_CUDA_BUILD=$LLAMACPP_CACHE/build-cuda
 LLAMACPP_CUDA_BIN=$LLAMACPP_CUDA_BUILD/bin
 
 llamacpp_build_cuda() {
     local archs=$1 t
     shift
-    [[ -f $LLAMACPP_SRC/CMakeLists.txt || -f $LLAMACPP_TARBALL ]] ||
+    [[ -f $LLAMACPP_SRC/CMakeLists.txt || -f $LLAMACPP_TARBALL || -f $LLAMACPP_TRIMMED ]] ||
         llamacpp_die "no llama.cpp sources in $LLAMACPP_CACHE (fetch them where there is a network)"
+    if [[ ! -f $LLAMACPP_SRC/CMakeLists.txt && -f $LLAMACPP_TRIMMED ]]; then
+        tar -xzf "$LLAMACPP_TRIMMED" -C "$LLAMACPP_CACHE"
+    fi
     [[ -f $LLAMACPP_SRC/CMakeLists.txt ]] || llamacpp_fetch_sources
     for t in "$@"; do [[ -x $LLAMACPP_CUDA_BIN/$t ]] || break; done
     [[ -x $LLAMACPP_CUDA_BIN/$t ]] && return 0
@@ -92,4 +97,16 @@ llamacpp_build_cuda() {
     llamacpp_configure "$LLAMACPP_CUDA_BUILD" -DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$archs" -DGGML_NATIVE=ON \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
     nice -n 10 cmake --build "$LLAMACPP_CUDA_BUILD" -j"$LLAMACPP_JOBS" --target "$@" >&2
+}
+
+# Where there is a network: fetches the sdist (checked) and keeps only what a CUDA build of
+# llama-bench reads, as $LLAMACPP_TRIMMED (vendor/llama.cpp without its docs, model
+# vocabularies, tests and benches); the sdist and its extracted tree are removed.
+llamacpp_pack_trimmed() {
+    llamacpp_fetch_sources
+    local top=llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/llama.cpp
+    tar -czf "$LLAMACPP_TRIMMED" -C "$LLAMACPP_CACHE" --anchored \
+        --exclude="$top/docs" --exclude="$top/models" --exclude="$top/tests" --exclude="$top/benches" "$top" ||
+        llamacpp_die "could not pack $LLAMACPP_TRIMMED"
+    rm -rf "$LLAMACPP_TARBALL" "$LLAMACPP_CACHE/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION"
 }
