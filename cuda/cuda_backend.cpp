@@ -4,11 +4,11 @@
 #include <bit>
 #include <cstdlib>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "cuda/device_memory.h"
 #include "cuda/device_select.h"
 #include "cuda/kernel_api.h"
 #include "cuda/step_graphs.h"
@@ -19,85 +19,12 @@
 namespace ember::cuda {
 namespace {
 
-
-class DeviceMemory final : public BackendBuffer {
- public:
-  DeviceMemory(DeviceRuntime& rt, size_t bytes) : rt_(rt) {
-    data_ = rt.allocate(bytes);
-    bytes_ = bytes;
-  }
-  ~DeviceMemory() override { rt_.release(data_); }
-
- private:
-  DeviceRuntime& rt_;
-};
-
-// Device memory that grows to the largest size asked of it (workspaces, per-step tables).
-// Each growth moves it, so it counts a generation that captured graphs compare against.
-class GrowingBuffer {
- public:
-  GrowingBuffer(DeviceRuntime& rt, uint64_t& generation) : rt_(rt), generation_(generation) {}
-  void* reserve(size_t bytes) {
-    if (!mem_ || mem_->bytes() < bytes) {
-      mem_.reset();
-      mem_ = std::make_unique<DeviceMemory>(rt_, bytes);
-      ++generation_;
-    }
-    return mem_->data();
-  }
-
- private:
-  DeviceRuntime& rt_;
-  uint64_t& generation_;
-  std::unique_ptr<DeviceMemory> mem_;
-};
-
 // EMBER_CUDA_GRAPHS=0 runs every step's kernels one launch at a time (as llama.cpp's
 // GGML_CUDA_DISABLE_GRAPHS), for comparisons and debugging.
 bool graphs_enabled() {
   const char* v = std::getenv("EMBER_CUDA_GRAPHS");
   return !(v && std::string(v) == "0");
 }
-
-// Weights uploaded once at load. A tensor bound twice (a head tied to the embeddings) is
-// uploaded once.
-class CudaWeightStore final : public WeightStore {
- public:
-  explicit CudaWeightStore(DeviceKind kind) : kind_(kind), rt_(device_runtime(kind)) {}
-  DeviceKind kind() const override { return kind_; }
-  MatView prepare_matmul(const MatView& w) override { return upload_matrix(w); }
-  MatView prepare_rows(const MatView& w) override { return upload_matrix(w); }
-  const float* prepare_vector(const float* v, int64_t n) override {
-    return static_cast<const float*>(upload(v, static_cast<size_t>(n) * sizeof(float)));
-  }
-  size_t copied_bytes() const override { return bytes_; }
-  std::string describe() const override { return rt_.describe(); }
-  size_t memory_available() const override { return rt_.free_memory(); }
-
- private:
-  MatView upload_matrix(const MatView& w) {
-    if (w.layout != WeightLayout::Rows) fail(ErrorKind::Internal, "cuda: weights must be in the file's row layout");
-    MatView d = w;
-    d.data = upload(w.data, static_cast<size_t>(w.rows) * w.row_stride);
-    return d;
-  }
-  const void* upload(const void* host, size_t bytes) {
-    auto it = uploaded_.find(host);
-    if (it != uploaded_.end()) return it->second;
-    auto mem = std::make_unique<DeviceMemory>(rt_, bytes);
-    rt_.upload(mem->data(), host, bytes, nullptr);
-    bytes_ += bytes;
-    uploaded_[host] = mem->data();
-    owned_.push_back(std::move(mem));
-    return owned_.back()->data();
-  }
-
-  DeviceKind kind_;
-  DeviceRuntime& rt_;
-  std::vector<std::unique_ptr<DeviceMemory>> owned_;
-  std::unordered_map<const void*, const void*> uploaded_;
-  size_t bytes_ = 0;
-};
 
 // Every op is enqueued on the backend's stream; a step's ops are recorded into a CUDA
 // graph or replayed from one (step_graphs.h) when the whole model runs here.
@@ -336,7 +263,6 @@ void CudaBackend::rerope_rows(DType type, void* base, size_t row_bytes, int64_t 
 
 }  // namespace
 
-std::unique_ptr<WeightStore> make_weight_store(DeviceKind kind) { return std::make_unique<CudaWeightStore>(kind); }
 std::unique_ptr<Backend> make_backend(DeviceKind kind) { return std::make_unique<CudaBackend>(kind); }
 
 }  // namespace ember::cuda
