@@ -187,3 +187,30 @@ TEST_CASE("-ngl: all layers on the CUDA device or none; one line when there is n
     CHECK(std::count(none.err.begin(), none.err.end(), '\n') == 1);
   }
 }
+
+TEST_CASE("-ngl: speculative rollbacks and context shifts on the CUDA backend, with and without CUDA graphs") {
+  // n-gram drafts that are mostly rejected (rollbacks) in a 64-token context that shifts
+  // twice: the CUDA backend on the CPU execution, its decode steps replayed as graphs or
+  // launched op by op, gives the CPU's greedy text.
+  const std::string m = aidreams_gguf();
+  const std::vector<std::string> args{"run", "-m", m, "-p", "Once upon a time", "-n", "80", "--temp", "0",
+                                      "-c", "64", "--context-shift", "--draft-ngram", "3", "--draft-fixed"};
+  auto with = [&](const char* ngl) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"-ngl", ngl});
+    return run_ember(a);
+  };
+  const ProcessResult cpu = with("0");
+  REQUIRE(cpu.exit_code == 0);
+  setenv("EMBER_CUDA_ON_CPU", "1", 1);
+  const ProcessResult graphs = with("99");
+  setenv("EMBER_CUDA_GRAPHS", "0", 1);
+  const ProcessResult op_by_op = with("99");
+  unsetenv("EMBER_CUDA_GRAPHS");
+  unsetenv("EMBER_CUDA_ON_CPU");
+  CHECK(graphs.exit_code == 0);
+  CHECK(op_by_op.exit_code == 0);
+  CHECK(graphs.out == cpu.out);
+  CHECK(op_by_op.out == cpu.out);
+  CHECK(cpu.err.find("drafted") != std::string::npos);
+}
