@@ -6,8 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "cuda/device_memory.h"
 #include "cuda/device_select.h"
 #include "cuda/kernel_api.h"
