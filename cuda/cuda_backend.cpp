@@ -236,8 +236,8 @@ void CudaBackend::attention(int layer, const MatView& q, const AttentionParams& 
   if (replayed(Op::Attention, layer, q, out)) return;
   const int g = kv_->group_of(layer);
   const KVView view = kv_->view(layer, 0);  // the layer's storage (any sequence's view names it)
-  const DevKV d = dev_kv(view, dev_ints(step_.tables[0][g]), step_.table_blocks, step_.table_stride);
-  const DevRuns runs{dev_ints(step_.run_bounds), static_cast<int>(step_.tables.size()), step_.max_run_rows};
+  const DevKV d = dev_kv(view, dev_ints(step_.group_table(g)), step_.table_blocks, step_.table_stride());
+  const DevRuns runs{dev_ints(step_.run_bounds), static_cast<int>(step_.shape.run_lengths.size()), step_.max_run_rows};
   void* ws = reserve(attention_ws_, k_.attention_scratch_bytes(p, q.rows, runs.max_rows, d.capacity));
   k_.attention(q, dev_ints(step_.pos), runs, d, p, out, ws, stream_);
 }

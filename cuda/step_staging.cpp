@@ -17,7 +17,7 @@ size_t append(std::vector<int32_t>& ints, const int32_t* v, size_t n) {
 
 // DevKV::table of `seq` in `group`: first slot, length, then its blocks, padded with -1 to
 // the capacity (entries past the length are never read).
-size_t append_table(std::vector<int32_t>& ints, const KVCache& kv, int group, int seq, int capacity) {
+void append_table(std::vector<int32_t>& ints, const KVCache& kv, int group, int seq, int capacity) {
   const std::span<const int32_t> blocks = kv.held_blocks(group, seq);
   if (blocks.size() > static_cast<size_t>(capacity))
     fail(ErrorKind::Internal, "cuda step: sequence {} holds {} blocks, tables have room for {}", seq, blocks.size(),
@@ -27,7 +27,6 @@ size_t append_table(std::vector<int32_t>& ints, const KVCache& kv, int group, in
   ints.push_back(kv.n_tokens(seq));
   ints.insert(ints.end(), blocks.begin(), blocks.end());
   ints.resize(at + kDevKVHeader + static_cast<size_t>(capacity), -1);
-  return at;
 }
 
 }  // namespace
@@ -46,7 +45,8 @@ void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out) {
     for (int t = 0; t < n; ++t)
       out.ints.push_back(static_cast<int32_t>(kv.storage_row(g, in.seq[t], KVCache::Slot{in.slots[t]})));
   }
-  out.tables.clear();
+  out.n_groups = n_groups;
+  out.tables = out.ints.size();
   std::vector<int32_t> bounds{0};
   out.max_run_rows = 0;
   for (int r0 = 0; r0 < n;) {
@@ -55,12 +55,9 @@ void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out) {
     out.shape.run_lengths.push_back(r1 - r0);
     out.max_run_rows = std::max<int64_t>(out.max_run_rows, r1 - r0);
     bounds.push_back(r1);
-    out.tables.emplace_back();
-    for (int g = 0; g < n_groups; ++g)
-      out.tables.back().push_back(append_table(out.ints, kv, g, in.seq[r0], out.table_blocks));
+    for (int g = 0; g < n_groups; ++g) append_table(out.ints, kv, g, in.seq[r0], out.table_blocks);
     r0 = r1;
   }
-  out.table_stride = static_cast<int64_t>(n_groups) * (kDevKVHeader + out.table_blocks);  // tables run-major
   out.run_bounds = append(out.ints, bounds.data(), bounds.size());
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "cuda/kernel_api.h"
 #include "cuda/step_graphs.h"
 
 namespace ember {
@@ -23,11 +24,16 @@ struct StagedStep {
   std::vector<int32_t> ints;
   size_t tokens = 0, pos = 0, out_rows = 0;        // offsets into ints
   std::vector<size_t> kv_rows;                     // per group
-  std::vector<std::vector<size_t>> tables;         // per run, per group: DevKV tables
   size_t run_bounds = 0;                           // DevRuns::bounds, n_runs + 1 rows
   int64_t max_run_rows = 0;
   int table_blocks = 0;                            // each table's room for blocks
-  int64_t table_stride = 0;                        // ints from a run's table to the next run's
+  int n_groups = 0;
+  // The DevKV tables, run-major: run r's table for group g at
+  // tables + (r * n_groups + g) * table_ints().
+  size_t tables = 0;
+  size_t table_ints() const { return kDevKVHeader + static_cast<size_t>(table_blocks); }
+  size_t group_table(int g) const { return tables + static_cast<size_t>(g) * table_ints(); }
+  int64_t table_stride() const { return static_cast<int64_t>(n_groups * table_ints()); }  // run to run
 };
 
 void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out);

@@ -10,8 +10,9 @@
 // The chunking depends on the call's shape (rows, and the table's capacity, not the keys it
 // holds now: the kernels read the live extent from the device table, so one launch, or a
 // CUDA graph of it, serves every length; chunks past the end leave empty partials). Unlike
-// the CPU op a row's bits may change with the number of rows in the call (the values agree
-// to float rounding), never with the cache's length or another sequence.
+// the CPU op a row's bits may change with the longest run of rows in the call (a decode
+// beside a prompt chunk tiles differently; the values agree to float rounding), never with
+// the cache's length.
 // head_dim d: any multiple of 8 up to 256. The kernels are compiled for a few tile widths D
 // (32, 64, 96, 128, 256: attn_tile_dim) with d a runtime value <= D; columns [d, D) of the
 // Q and K/V tiles are zeros, so the inner loops keep their compile-time D (at 64/128/256,
@@ -478,8 +479,8 @@ inline void attn_check_args(const MatView& q, const int32_t* q_pos, const DevRun
 
 // ops::attention of each run of q's rows (q_pos a device array) over its sequence's table in
 // kv, one launch for all; scratch holds attention_scratch_bytes(p, q.rows, runs.max_rows,
-// kv.capacity) bytes (may be null when that is 0). The plan depends on one run's shape, so
-// a sequence's result never depends on the others in the launch.
+// kv.capacity) bytes (may be null when that is 0). The plan depends on the longest run and
+// the capacity, not on how many runs there are or the keys they hold.
 inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevRuns& runs, const DevKV& kv,
                              const AttentionParams& p, F32Mat out, void* scratch, Stream s) {
   attn_check_args(q, q_pos, runs, kv, p, out);

@@ -216,7 +216,6 @@ int run_bench(BenchArgs& a) {
     row.n_ubatch = co.n_ubatch;
     row.type_k = lower_name(co.k_type);
     row.type_v = lower_name(co.v_type);
-    row.backend = backend_label(model->device());
     row.bandwidth_name = bandwidth.name();
     if (t.n_gen > 0) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
@@ -227,11 +226,9 @@ int run_bench(BenchArgs& a) {
   }
   if (a.draft.enabled()) {
     std::vector<eval::BenchRow> spec = speculative_rows(a, *model, tok, pool, co, n_threads);
-    for (eval::BenchRow& r : spec) {
-      r.backend = backend_label(model->device());
-      rows.push_back(std::move(r));
-    }
+    for (eval::BenchRow& r : spec) rows.push_back(std::move(r));
   }
+  for (eval::BenchRow& r : rows) r.backend = backend_label(model->device());
   if (a.output == "json") {
     fmt::print("{}", eval::format_json(info, rows));
   } else if (a.output == "csv") {
