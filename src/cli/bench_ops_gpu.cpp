@@ -27,6 +27,7 @@
 #include "backend/ops.h"
 #include "cli/bench_ops_weights.h"
 #include "cuda/copy_probe.h"
+#include "cuda/device_memory.h"
 #include "cuda/device_select.h"
 #include "cuda/tensor_peak.h"
 #include "sampling/rng.h"
@@ -66,19 +67,9 @@ Shapes shapes_for(bool small) {
           0.02};
 }
 
-// Device memory released with its owner.
-class DeviceBytes {
- public:
-  DeviceBytes(DeviceRuntime& rt, size_t bytes) : rt_(rt), p_(rt.allocate(bytes)) {}
-  ~DeviceBytes() { rt_.release(p_); }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  uint8_t* get() const { return static_cast<uint8_t*>(p_); }
-
- private:
-  DeviceRuntime& rt_;
-  void* p_;
-};
+// Device memory released with its owner (cuda/device_memory.h), as bytes.
+using DeviceBytes = cuda::DeviceMemory;
+uint8_t* bytes_of(const DeviceBytes& m) { return static_cast<uint8_t*>(m.data()); }
 
 // `copies` copies of `host` on the device, one after the other (uploaded once, then copied).
 struct Cycled {
@@ -87,11 +78,11 @@ struct Cycled {
   int copies;
   Cycled(DeviceRuntime& rt, const std::vector<uint8_t>& host, int n)
       : mem(rt, host.size() * static_cast<size_t>(n)), stride(host.size()), copies(n) {
-    rt.upload(mem.get(), host.data(), host.size(), nullptr);
-    for (int i = 1; i < n; ++i) rt.copy(mem.get() + stride * static_cast<size_t>(i), mem.get(), stride, nullptr);
+    rt.upload(bytes_of(mem), host.data(), host.size(), nullptr);
+    for (int i = 1; i < n; ++i) rt.copy(bytes_of(mem) + stride * static_cast<size_t>(i), bytes_of(mem), stride, nullptr);
     rt.synchronize(nullptr);
   }
-  uint8_t* at(int i) const { return mem.get() + stride * static_cast<size_t>(i % copies); }
+  uint8_t* at(int i) const { return bytes_of(mem) + stride * static_cast<size_t>(i % copies); }
 };
 
 int copies_for(size_t bytes, size_t cycle_bytes) {
@@ -130,10 +121,10 @@ struct DeviceMatmul {
         y(rt, static_cast<size_t>(n * r) * sizeof(float)), scratch(rt, kern.matmul_scratch_bytes(weight(0), n)),
         ones(rt, static_cast<size_t>(c) * sizeof(float)), k(kern) {
     const std::vector<float> xh(static_cast<size_t>(n * c), 0.5f), oh(static_cast<size_t>(c), 1.0f);
-    rt.upload(x.get(), xh.data(), xh.size() * sizeof(float), nullptr);
-    rt.upload(ones.get(), oh.data(), oh.size() * sizeof(float), nullptr);
+    rt.upload(bytes_of(x), xh.data(), xh.size() * sizeof(float), nullptr);
+    rt.upload(bytes_of(ones), oh.data(), oh.size() * sizeof(float), nullptr);
     if (!is_float(t)) {  // the q8_1 activations, made once as the backend makes them per step
-      k.quantize_normed(x_f32(), reinterpret_cast<const float*>(ones.get()), 1e-5f, xq.get(), nullptr);
+      k.quantize_normed(x_f32(), reinterpret_cast<const float*>(bytes_of(ones)), 1e-5f, bytes_of(xq), nullptr);
       rt.synchronize(nullptr);
     }
   }
@@ -143,12 +134,12 @@ struct DeviceMatmul {
     return h;
   }
   MatView weight(int i) const { return MatView{type, cols, rows, dtype_row_bytes(type, cols), w.at(i)}; }
-  MatView x_f32() const { return MatView{DType::F32, cols, tokens, static_cast<size_t>(cols) * sizeof(float), x.get()}; }
+  MatView x_f32() const { return MatView{DType::F32, cols, tokens, static_cast<size_t>(cols) * sizeof(float), bytes_of(x)}; }
   MatView input() const {
-    return is_float(type) ? x_f32() : MatView{DType::Q8_1, cols, tokens, dtype_row_bytes(DType::Q8_1, cols), xq.get()};
+    return is_float(type) ? x_f32() : MatView{DType::Q8_1, cols, tokens, dtype_row_bytes(DType::Q8_1, cols), bytes_of(xq)};
   }
   void call(int i, Stream s) const {
-    k.matmul(weight(i), input(), F32Mat{reinterpret_cast<float*>(y.get()), rows, tokens, rows}, scratch.get(), s);
+    k.matmul(weight(i), input(), F32Mat{reinterpret_cast<float*>(bytes_of(y)), rows, tokens, rows}, bytes_of(scratch), s);
   }
   size_t weight_bytes() const { return dtype_row_bytes(type, cols) * static_cast<size_t>(rows); }
 };
@@ -183,7 +174,7 @@ struct DeviceCache {
         table(rt, (cuda::kDevKVHeader + blocks(d)) * sizeof(int32_t)) {
     std::vector<int32_t> th{0, static_cast<int32_t>(d)};
     for (int64_t b = 0; b < blocks(d); ++b) th.push_back(static_cast<int32_t>(b));
-    rt.upload(table.get(), th.data(), th.size() * sizeof(int32_t), nullptr);
+    rt.upload(bytes_of(table), th.data(), th.size() * sizeof(int32_t), nullptr);
   }
   static int64_t blocks(int64_t d) { return (d + kBlock - 1) / kBlock; }
   static std::vector<uint8_t> host_cache(DType t, int64_t d, int64_t row_elems, uint64_t seed) {
@@ -203,7 +194,7 @@ struct DeviceCache {
     kv.k = k.at(i);
     kv.v = v.at(i);
     kv.k_row_bytes = kv.v_row_bytes = row_bytes;
-    kv.table = reinterpret_cast<const int32_t*>(table.get());
+    kv.table = reinterpret_cast<const int32_t*>(bytes_of(table));
     kv.block_size = kBlock;
     kv.capacity = blocks(depth) * kBlock;
     kv.table_stride = cuda::kDevKVHeader + blocks(depth);  // one sequence: one table
@@ -220,20 +211,20 @@ void print_attention(DeviceRuntime& rt, const Kernels& k, Stream s, const Shapes
   const int64_t q_cols = static_cast<int64_t>(sh.n_head) * sh.head_dim;
   DeviceBytes q(rt, static_cast<size_t>(q_cols) * sizeof(float)), out(rt, static_cast<size_t>(q_cols) * sizeof(float));
   const std::vector<float> qh(static_cast<size_t>(q_cols), 0.01f);
-  rt.upload(q.get(), qh.data(), qh.size() * sizeof(float), nullptr);
+  rt.upload(bytes_of(q), qh.data(), qh.size() * sizeof(float), nullptr);
   for (DType t : kKVTypes)
     for (int64_t depth : sh.depths) {
       const DeviceCache c(rt, t, depth, static_cast<int64_t>(sh.n_head_kv) * sh.head_dim, sh.cycle_bytes);
       DeviceBytes pos(rt, sizeof(int32_t)), scratch(rt, k.attention_scratch_bytes(p, 1, 1, c.view(0).capacity));
       DeviceBytes bounds(rt, 2 * sizeof(int32_t));  // one run of one query
       const int32_t last = static_cast<int32_t>(depth - 1), one_run[2] = {0, 1};
-      rt.upload(pos.get(), &last, sizeof last, nullptr);
-      rt.upload(bounds.get(), one_run, sizeof one_run, nullptr);
-      const cuda::DevRuns runs{reinterpret_cast<const int32_t*>(bounds.get()), 1, 1};
-      const MatView qv{DType::F32, q_cols, 1, static_cast<size_t>(q_cols) * sizeof(float), q.get()};
+      rt.upload(bytes_of(pos), &last, sizeof last, nullptr);
+      rt.upload(bytes_of(bounds), one_run, sizeof one_run, nullptr);
+      const cuda::DevRuns runs{reinterpret_cast<const int32_t*>(bytes_of(bounds)), 1, 1};
+      const MatView qv{DType::F32, q_cols, 1, static_cast<size_t>(q_cols) * sizeof(float), bytes_of(q)};
       const double sec = seconds_per_call(rt, s, sh, reps, [&](int i) {
-        k.attention(qv, reinterpret_cast<const int32_t*>(pos.get()), runs, c.view(i), p,
-                    F32Mat{reinterpret_cast<float*>(out.get()), q_cols, 1, q_cols}, scratch.get(), s);
+        k.attention(qv, reinterpret_cast<const int32_t*>(bytes_of(pos)), runs, c.view(i), p,
+                    F32Mat{reinterpret_cast<float*>(bytes_of(out)), q_cols, 1, q_cols}, bytes_of(scratch), s);
       });
       const double gbs = static_cast<double>(c.bytes_read()) / sec / 1e9;
       fmt::print("| {} | {} | {:.1f} | {:.1f} | {:.0f}% |\n", dtype_name(t), depth, sec * 1e6, gbs, 100.0 * gbs / copy_gbs);
