@@ -67,23 +67,28 @@ template <int RN, int S = 1>
     for (int i = 0; i < S; ++i) {
       const uint8_t* blk = group[i] + b * kBlockBytes;
       if constexpr (RN == 1) prefetch_ahead(blk, kBlockBytes);
-      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
-      __m256i lo[4], hi[4];
+      // Each token's int16 sum s[j] takes the eight maddubs products in order (low then
+      // high nibbles of load 0, 1, 2, 3). Loads outer, tokens inner: only one load's two
+      // code vectors are live, so the four sums and four accumulators stay in the 16
+      // registers (codes of all four loads at once spilled an accumulator every block).
+      // Saturating adds never saturate here (bound above) but keep GCC from reassociating
+      // the sums into a tree of every maddubs result at once.
+      __m256i s[RN];
       for (int q = 0; q < 4; ++q) {
         const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kScaleBytes + 32 * q));
-        lo[q] = _mm256_and_si256(raw, nibble);
-        hi[q] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+        const __m256i lo = _mm256_and_si256(raw, nibble);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+        for (int j = 0; j < RN; ++j) {
+          const int8_t* qs = a[j][b].qs;
+          const __m256i p_lo = _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(qs + 4 * q)));
+          s[j] = q == 0 ? p_lo : _mm256_adds_epi16(s[j], p_lo);
+          s[j] = _mm256_adds_epi16(s[j], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(qs + 16 + 4 * q))));
+        }
       }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
       for (int j = 0; j < RN; ++j) {
         const block_q8s& ab = a[j][b];
-        // Saturating adds never saturate here (bound above) but keep GCC from reassociating
-        // the sum into a tree that holds every maddubs result at once and spills.
-        __m256i s = _mm256_setzero_si256();
-        for (int q = 0; q < 4; ++q) {
-          s = _mm256_adds_epi16(s, _mm256_maddubs_epi16(lo[q], _mm256_set1_epi32(load_i32(ab.qs + 4 * q))));
-          s = _mm256_adds_epi16(s, _mm256_maddubs_epi16(hi[q], _mm256_set1_epi32(load_i32(ab.qs + 16 + 4 * q))));
-        }
-        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s, ones));
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s[j], ones));
         const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(ab.d), dot, _mm256_set1_ps(8.0f * ab.s));
         acc[i][j] = _mm256_fmadd_ps(d, t, acc[i][j]);
       }
