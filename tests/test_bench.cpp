@@ -290,6 +290,8 @@ TEST_CASE("ember bench -np prints a row per concurrency and the static-vs-contin
   CHECK(r.out.find("\n| 3 | 8 | 4 | ") != std::string::npos);
   CHECK(r.out.find("workload: 12 requests of uniform lengths at 3 sequences") != std::string::npos);
   CHECK(r.out.find("workload: 12 requests of long-tailed lengths at 3 sequences") != std::string::npos);
+  CHECK(r.out.find("padded static") != std::string::npos);
+  CHECK(r.out.find("x padded") != std::string::npos);
   CHECK(ember_test::run_ember("bench -m '" + model + "' -np 0 -p 8 -n 4").exit_code == 2);
   CHECK(ember_test::run_ember("bench -m '" + model + "' -np 2,x -p 8 -n 4").exit_code == 2);
 }

@@ -4,8 +4,9 @@
 // ntg over the decode time) and the per-sequence inter-token latency (one step's time).
 //
 // The workload row compares static batching (groups of n_seq requests, the next group
-// starting when the whole group has finished) with continuous batching (the scheduler fills
-// a freed slot at the next step) on the same mixed-length requests.
+// starting when the whole group has finished; with and without padding to the group's
+// longest) with continuous batching (the scheduler fills a freed slot at the next step) on
+// the same mixed-length requests.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -37,13 +38,15 @@ struct WorkloadRow {
   LengthMix mix = LengthMix::Uniform;
   int n_seq = 0, n_requests = 0;
   int64_t generated = 0;  // tokens, the same in both modes
-  double static_s = 0, continuous_s = 0;
+  double static_s = 0, padded_s = 0, continuous_s = 0;
 };
 
 // 4 * n_seq requests of `mix` lengths (seeded), greedy, no stop tokens; the prefix cache is
 // off so neither mode profits from the other. Static batching runs them n_seq at a time,
-// each group to its end (a finished sequence leaves, nothing takes its place: kinder than
-// padding to the longest); continuous batching runs them all through one scheduler.
+// each group to its end, in two forms: a finished sequence leaves and nothing takes its
+// place (static_s), or every sequence computes until the group's longest is done, as a
+// rectangular batch does (padded_s: the textbook static batching of the Orca and vLLM
+// papers). Continuous batching runs them all through one scheduler.
 WorkloadRow run_workload(const Model& model, ThreadPool& pool, ContextOptions co, int n_seq, int npp, int ntg,
                          LengthMix mix, uint32_t seed);
 
