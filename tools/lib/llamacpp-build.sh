@@ -10,6 +10,10 @@
 # download) so that any caller's targets share one configuration; only the targets a
 # caller names are built.
 #
+# `llamacpp_use_native` (call before llamacpp_build) switches to a second build with
+# GGML_NATIVE=ON, llama.cpp's own default (-march=native: AVX-512 and VNNI where the CPU
+# has them), for comparisons where each engine runs at its best on the machine.
+#
 # Provides: $LLAMACPP_BIN (the binaries' folder) and `llamacpp_build TARGET...`, which
 # builds whichever of TARGET... is missing (under a lock: a second caller waits).
 # Environment: EMBER_LLAMACPP_CACHE (default ~/.cache/ember-llamacpp),
@@ -23,6 +27,13 @@ LLAMACPP_SRC=$LLAMACPP_CACHE/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION/vendor/l
 LLAMACPP_BUILD=$LLAMACPP_CACHE/build
 LLAMACPP_BIN=$LLAMACPP_BUILD/bin
 LLAMACPP_JOBS=${EMBER_LLAMACPP_JOBS:-2}
+LLAMACPP_ISA_FLAGS=()
+
+llamacpp_use_native() {
+    LLAMACPP_BUILD=$LLAMACPP_CACHE/build-native
+    LLAMACPP_BIN=$LLAMACPP_BUILD/bin
+    LLAMACPP_ISA_FLAGS=(-DGGML_NATIVE=ON)
+}
 
 llamacpp_die() { echo "llamacpp-build: $*" >&2; exit 1; }
 
@@ -66,7 +77,7 @@ llamacpp_build() {
     if ! llamacpp_missing "$@"; then flock -u 9; return 0; fi
     llamacpp_fetch_sources
     echo "building llama.cpp ($LLAMA_CPP_PYTHON_VERSION: $*) into $LLAMACPP_BUILD (nice, -j$LLAMACPP_JOBS)" >&2
-    llamacpp_configure "$LLAMACPP_BUILD"
+    llamacpp_configure "$LLAMACPP_BUILD" "${LLAMACPP_ISA_FLAGS[@]}"
     nice -n 10 cmake --build "$LLAMACPP_BUILD" -j"$LLAMACPP_JOBS" --target "$@" >&2
     flock -u 9
 }
