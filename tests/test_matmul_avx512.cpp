@@ -191,13 +191,14 @@ TEST_CASE("packed AVX-512 kernels match the reference and the AVX2 kernels on od
   uint64_t seed = 11;
   for (DType t : kTypes) {
     // rows: 37 = 4 full groups and a short fifth (a half-filled last pair), 29 = a pair whose
-    // second group is short, 8 = one group alone. tokens: 1, 3, 4, 5, 17 and 70 (a second
-    // token block of 6, so whole and partial 4-token tiles in both).
+    // second group is short, 8 = one group alone. tokens: 1, 3, 4, 5, 13 (an 8-token tile,
+    // a 4-token tile and one token, for Q4_0's 8/4/1 walk), 17 and 70 (a second token block
+    // of 6, so whole and partial tiles in both).
     struct Shape {
       int64_t rows, blocks, tokens;
     };
     const int64_t b = t == DType::Q4_0 || t == DType::Q8_0 ? 5 : 2;
-    for (const Shape& s : {Shape{37, b, 1}, Shape{29, b, 3}, Shape{8, b, 4}, Shape{37, b, 5}, Shape{29, 1, 17},
+    for (const Shape& s : {Shape{37, b, 1}, Shape{29, b, 3}, Shape{8, b, 4}, Shape{37, b, 5}, Shape{37, b, 13}, Shape{29, 1, 17},
                            Shape{37, b, 70}}) {
       check::Rng rng(seed++);
       const int64_t k = block_k(t, s.blocks);

@@ -28,4 +28,24 @@ inline void for_each_group_pair_tile(int64_t r0, int64_t r1, int64_t c0, int64_t
       });
 }
 
+// For a kernel with a wide tile of W tokens and a narrow one of N: per block of tokens, each
+// group pair takes W-token tiles, then N-token tiles, then single tokens while its codes are
+// in L1, so a batch of any size reads each pair once (for_each_group_pair_tile walks all
+// pairs again for each token left over). A one-token decode step walks as it does there.
+template <int W, int N, class Wide, class Narrow, class One>
+inline void for_each_group_pair_tiles(int64_t r0, int64_t r1, int64_t c0, int64_t c1, Wide&& wide, Narrow&& narrow,
+                                      One&& one) {
+  const int64_t g0 = r0 / kGroupRows, g1 = (r1 + kGroupRows - 1) / kGroupRows;
+  for (int64_t cb = c0; cb < c1; cb += kTokenBlock) {
+    const int64_t ce = cb + kTokenBlock < c1 ? cb + kTokenBlock : c1;
+    for (int64_t g = g0; g < g1; g += 2) {
+      const bool pair = g + 1 < g1;
+      int64_t c = cb;
+      for (; c + W <= ce; c += W) wide(g, pair, c);
+      for (; c + N <= ce; c += N) narrow(g, pair, c);
+      for (; c < ce; ++c) one(g, pair, c);
+    }
+  }
+}
+
 }  // namespace ember::cpu::EMBER_AVX512_NS
