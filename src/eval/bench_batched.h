@@ -45,8 +45,8 @@ struct WorkloadRow {
 // off so neither mode profits from the other. Static batching runs them n_seq at a time,
 // each group to its end, in two forms: a finished sequence leaves and nothing takes its
 // place (static_s), or every sequence computes until the group's longest is done, as a
-// rectangular batch does (padded_s: the textbook static batching of the Orca and vLLM
-// papers). Continuous batching runs them all through one scheduler.
+// rectangular batch does (padded_s: request-level batching, the baseline of the Orca paper).
+// Continuous batching runs them all through one scheduler.
 WorkloadRow run_workload(const Model& model, ThreadPool& pool, ContextOptions co, int n_seq, int npp, int ntg,
                          LengthMix mix, uint32_t seed);
 
