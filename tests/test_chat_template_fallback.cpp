@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "util/thread_pool.h"
 #include "cli_test_util.h"
 #include "engine/conversation.h"
+#include "engine/sequence.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "synth/synth.h"
@@ -208,97 +210,68 @@ TEST_CASE("end of turn: a special-token marker is an eog id, a plain-text marker
 
 namespace {
 
-// A Generator that "generates" scripted text pieces, one per token, keeping the cache protocol
-// of Session: after a run the cache holds the prompt and every generated token but the last.
-class ScriptedGenerator : public Generator {
- public:
-  explicit ScriptedGenerator(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
-  GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
-                            const TextSink& on_text) override {
-    prompts.emplace_back(prompt.begin(), prompt.end());
-    cached_.assign(prompt.begin(), prompt.end());
-    GenerationResult r;
-    r.stats.stop = StopReason::EndOfGeneration;
-    while (next_ < pieces_.size()) {
-      if (options.max_tokens >= 0 && r.stats.generated_tokens >= options.max_tokens) {
-        r.stats.stop = StopReason::TokenLimit;
-        break;
-      }
-      if (!r.tokens.empty()) cached_.push_back(r.tokens.back());
-      r.tokens.push_back(static_cast<int32_t>(next_ % 3));
-      ++r.stats.generated_tokens;
-      r.text += pieces_[next_];
-      if (on_text) on_text(pieces_[next_]);
-      ++next_;
+// Tokens of `text` fed one by one to a sequence with `stops` as stop strings (a chat reply
+// whose end-of-turn marker is plain text): what it shows, and how it ends.
+struct Taken {
+  std::string shown;
+  size_t taken = 0;  // tokens taken before it ended (all of them if it did not)
+  std::optional<FinishReason> end;
+};
+
+Taken take_all(const Tokenizer& tok, const std::string& text, std::vector<std::string> stops, int max_tokens = -1) {
+  SequenceRequest r;
+  r.prompt = {tok.bos()};
+  r.max_tokens = max_tokens;
+  r.stop_strings = std::move(stops);
+  Sequence seq(0, std::move(r), 4096, &tok);
+  Taken out;
+  for (int32_t token : tok.encode(text, /*add_special=*/false, /*parse_special=*/false)) {
+    const TakenToken t = seq.take(token);
+    out.shown += t.text;
+    ++out.taken;
+    if (t.end) {
+      out.end = t.end;
+      break;
     }
-    return r;
   }
-  const std::vector<int32_t>& cached_tokens() const override { return cached_; }
-  void clear() override { cached_.clear(); }
-  int n_ctx() const override { return 4096; }
+  out.shown += seq.flush_text();  // as the scheduler does when a sequence ends
+  return out;
+}
 
-  std::vector<std::vector<int32_t>> prompts;
-  size_t generated() const { return next_; }
-
- private:
-  std::vector<std::string> pieces_;
-  size_t next_ = 0;
-  std::vector<int32_t> cached_;
-};
-
-struct ChatRun {
-  std::string shown, kept;
-  Conversation::Reply reply;
-  size_t runs = 0, generated = 0;
-};
-
-ChatRun chat_once(const char* template_name, std::vector<std::string> pieces, int max_tokens = -1) {
-  const Tokenizer tok = test::load_vocab("llama-spm");  // <|im_end|> and "\nUser:" are plain text here
-  ScriptedGenerator gen(std::move(pieces));
-  Conversation c(gen, tok, ChatTemplate::by_name(template_name), "");
-  ChatRun r;
-  GenerateOptions o;
-  o.max_tokens = max_tokens;
-  r.reply = c.reply("Hi", o, [&](std::string_view p) { r.shown += p; });
-  r.kept = c.messages().back().content;
-  r.runs = gen.prompts.size();
-  r.generated = gen.generated();
-  if (r.runs > 1) {  // each later run continues the cache with the last token sampled
-    CHECK(gen.prompts[1].size() == gen.prompts[0].size() + 8);
-    CHECK(std::equal(gen.prompts[0].begin(), gen.prompts[0].end(), gen.prompts[1].begin()));
-  }
-  return r;
+// The text of the first n tokens of `text` (all when n < 0), piece after piece.
+std::string pieces(const Tokenizer& tok, const std::string& text, int n = -1) {
+  const std::vector<int32_t> tokens = tok.encode(text, /*add_special=*/false, /*parse_special=*/false);
+  std::string out;
+  for (size_t i = 0; i < tokens.size() && (n < 0 || i < static_cast<size_t>(n)); ++i) out += tok.piece(tokens[i]);
+  return out;
 }
 
 }  // namespace
 
-TEST_CASE("end of turn: a plain-text marker ends the reply, across runs and split pieces, and is not shown") {
-  std::vector<std::string> pieces = {"O", "n", "e", " ", "t", "w", "o", " ", "t", "h", "r", "e", "e", "<|im", "_e",
-                                     "nd|>", "<|im_start|>", "user", "junk", "junk", "junk", "junk", "junk", "junk"};
-  const ChatRun r = chat_once("chatml", pieces);
-  CHECK(r.shown == "One two three");
-  CHECK(r.kept == "One two three");
-  CHECK(r.reply.result.text == "One two three");
-  CHECK(r.reply.result.stats.stop == StopReason::EndOfGeneration);
-  CHECK(r.runs == 2);        // the run in which the marker completed is the last
-  CHECK(r.generated == 16);  // 8 + 8: the "junk" after the marker was never generated
+TEST_CASE("end of turn: a plain-text marker ends the reply, across split pieces, and is not shown") {
+  const Tokenizer tok = test::load_vocab("llama-spm");  // <|im_end|> and "\nUser:" are plain text here
+  const std::vector<std::string> chatml = ChatTemplate::by_name("chatml").text_stops(tok.vocab());
+  REQUIRE(chatml == std::vector<std::string>{"<|im_end|>"});
+  const std::string reply = "One two three";
+  const Taken r = take_all(tok, reply + "<|im_end|><|im_start|>user junk junk", chatml);
+  CHECK(r.shown == pieces(tok, reply));
+  CHECK(r.end == FinishReason::Stop);
+  // It ended on the token that completed the marker: nothing after it was taken.
+  CHECK(r.taken == tok.encode(reply + "<|im_end|>", false, false).size());
+  CHECK(tok.encode("<|im_end|>", false, false).size() > 1);  // the marker spans several tokens
 
   // A partial marker that does not complete is shown after all; the token limit still applies.
-  const ChatRun partial = chat_once("chatml", {"a", "<|im", "x", "b", "c"}, 4);
-  CHECK(partial.shown == "a<|imxb");
-  CHECK(partial.reply.result.stats.stop == StopReason::TokenLimit);
-  CHECK(partial.reply.result.stats.generated_tokens == 4);
+  const Taken partial = take_all(tok, "a<|imxb c d e", chatml, 4);
+  CHECK(partial.end == FinishReason::Length);
+  CHECK(partial.taken == 4);
+  CHECK(partial.shown == pieces(tok, "a<|imxb c d e", 4));
   // "plain" stops where the model starts the user's next turn.
-  const ChatRun plain = chat_once("plain", {" Fine", ".", "\n", "\n", "User", ":", " and", " you"});
-  CHECK(plain.shown == " Fine.\n");
-  CHECK(plain.reply.result.stats.stop == StopReason::EndOfGeneration);
-  // A marker that is a special token needs no stop string: generation is handed over whole.
+  const Taken plain = take_all(tok, " Fine.\nUser: and you", ChatTemplate::by_name("plain").text_stops(tok.vocab()));
+  CHECK(plain.shown == pieces(tok, " Fine."));
+  CHECK(plain.end == FinishReason::Stop);
+  // A marker that is a special token is an end-of-generation id instead: no stop string.
   const Tokenizer gemma = Tokenizer::from_gguf(gguf::File::open(gemma_model()));
-  ScriptedGenerator gen({"x", "<end_of_turn>", "y"});
-  Conversation c(gen, gemma, ChatTemplate::by_name("gemma"), "");
-  c.reply("Hi", {}, {});
-  CHECK(gen.prompts.size() == 1);
-  CHECK(c.messages().back().content == "x<end_of_turn>y");  // the fake ignores eog; Session stops at the token
+  CHECK(ChatTemplate::by_name("gemma").text_stops(gemma.vocab()).empty());
 }
 
 TEST_CASE("ember chat on a synthetic gemma3 base model prompts with gemma's control tokens") {

@@ -38,7 +38,7 @@ Outcome run_all(const Model& model, std::vector<SequenceRequest> reqs, int n_par
   Outcome out;
   Scheduler sched(ctx, SchedulerOptions{n_par, batch_tokens},
                   Scheduler::Events{[&](int id, int32_t t) { out.tokens[id].push_back(t); },
-                                    [&](int id, FinishReason r) { out.reasons[id] = r; },
+                                    [&](int id, const SequenceEnd& e) { out.reasons[id] = e.reason; },
                                     [&](int id, const TokenLogprobs& lp) { out.logprobs[id].push_back(lp); }});
   for (SequenceRequest& r : reqs) {
     r.draft = draft;
@@ -115,7 +115,7 @@ TEST_CASE("cancelling frees the sequence's blocks at the next step; a request to
   ThreadPool pool(1);
   Context ctx(*model, options(2, 6), pool);
   std::map<int, FinishReason> reasons;
-  Scheduler sched(ctx, SchedulerOptions{}, Scheduler::Events{nullptr, [&](int id, FinishReason r) { reasons[id] = r; }});
+  Scheduler sched(ctx, SchedulerOptions{}, Scheduler::Events{nullptr, [&](int id, const SequenceEnd& e) { reasons[id] = e.reason; }});
   const int a = sched.submit(request(prompt_of(40, 1), 100, 0.0f, 1));
   for (int i = 0; i < 3; ++i) sched.step();
   CHECK(ctx.kv_cache().stats().front().used == 2);
@@ -294,7 +294,7 @@ TEST_CASE("drafting: a cancel from an event stops the accepted run at once; bad 
                                       got.push_back(t);
                                       if (got.size() == cancel_at) self->cancel(id);  // as a stop string does
                                     },
-                                    [&](int, FinishReason r) { reason = r; }});
+                                    [&](int, const SequenceEnd& e) { reason = e.reason; }});
   self = &sched;
   reqs[0].draft.ngram = 3;
   sched.submit(reqs[0]);

@@ -71,7 +71,7 @@ Outcome run_all(std::vector<SequenceRequest> reqs, int n_par, int batch_tokens, 
                                       out.tokens[id].push_back(t);
                                       if (id == cancel_in_event && out.tokens[id].size() == 7) self->cancel(id);
                                     },
-                                    [&](int id, FinishReason r) { out.reasons[id] = r; }});
+                                    [&](int id, const SequenceEnd& e) { out.reasons[id] = e.reason; }});
   self = &sched;
   for (SequenceRequest& r : reqs) {
     r.draft = draft;

@@ -1,15 +1,16 @@
-// Speculative decoding: greedy output identical to plain decoding with drafts that agree
-// often and rarely (and n-gram drafts), batch-vs-single logits bit for bit (what the greedy
-// identity rests on), the caches after a speculative run equal a plain run's, vocabulary
-// compatibility, n-gram proposals and the draft-length controller.
+// Speculative decoding through the one generation loop (a Session's scheduler): greedy output
+// identical to plain decoding with drafts that agree often and rarely (and n-gram drafts),
+// batch-vs-single logits bit for bit (what the greedy identity rests on), the caches after a
+// speculative run equal a plain run's, seeded output the same on every run, vocabulary
+// compatibility and n-gram proposals.
 #include <doctest/doctest.h>
 
 #include <cstring>
 
-#include "engine/draft_model.h"
-#include "engine/ngram_draft.h"
-#include "engine/speculative.h"
-#include "engine/vocab_compat.h"
+#include "engine/draft/ngram_draft.h"
+#include "engine/draft/speculative.h"
+#include "engine/session.h"
+#include "engine/draft/vocab_compat.h"
 #include "sampling/sampler_chain.h"
 #include "test_speculative_models.h"
 #include "util/error.h"
@@ -38,6 +39,24 @@ GenerationResult plain_run(const Model& model, const std::vector<int32_t>& promp
   SamplerChain sampler(params, ctx.n_ctx());
   Session session(ctx, *spec_models().tok, sampler);
   return session.generate(prompt, {.max_tokens = n, .ignore_eos = true}, {});
+}
+
+// A target context, a draft model's beside it (or none: n-gram drafting) and a session over
+// both, as `ember run --draft` builds them.
+struct SpecSession {
+  Context target;
+  std::unique_ptr<Context> draft;
+  SamplerChain sampler;
+  Session session;
+  SpecSession(const Model& t, const Model* d, const SamplingParams& p, ThreadPool& pool, int n_ctx = 256)
+      : target(t, spec_ctx(n_ctx), pool),
+        draft(d ? std::make_unique<Context>(*d, spec_ctx(n_ctx), pool) : nullptr),
+        sampler(p, target.n_ctx()),
+        session(target, *spec_models().tok, sampler, draft.get()) {}
+};
+
+SequenceDrafting drafting(bool model, int max, bool fixed, int min = 1) {
+  return SequenceDrafting{.ngram = model ? 0 : 3, .max = max, .fixed = fixed, .model = model, .min = min};
 }
 
 std::vector<float> decode_rows(Context& ctx, std::span<const int32_t> tokens) {
@@ -98,7 +117,7 @@ TEST_CASE("speculative: greedy output is identical to plain decoding") {
       {"noise draft", m.target.get(), m.noise.get(), 1.0f, false, 0.0, 0.3},
       {"synth target, aidreams draft", m.noise.get(), m.target.get(), 1.0f, false, 0.0, 0.3},
       {"n-gram", m.target.get(), nullptr, 1.0f, false, 0.0, 1.0},
-      {"n-gram, adaptive (shadow proposals while off)", m.target.get(), nullptr, 1.0f, true, 0.0, 1.0},
+      {"n-gram, adaptive (guesses while the gate is shut)", m.target.get(), nullptr, 1.0f, true, 0.0, 1.0},
       {"n-gram, synth target", m.noise.get(), nullptr, 1.0f, false, 0.0, 1.0},
   };
   for (const Case& c : cases) {
@@ -108,31 +127,23 @@ TEST_CASE("speculative: greedy output is identical to plain decoding") {
     const GenerationResult want = plain_run(*c.target, prompt, greedy(c.repeat_penalty), n, pool);
     REQUIRE(want.tokens.size() == static_cast<size_t>(n));
 
-    Context target(*c.target, spec_ctx(), pool);
-    SamplerChain sampler(greedy(c.repeat_penalty), target.n_ctx());
-    std::unique_ptr<Context> draft_ctx;
-    std::unique_ptr<DraftSource> source;
-    if (c.draft) {
-      draft_ctx = std::make_unique<Context>(*c.draft, spec_ctx(), pool);
-      source = std::make_unique<DraftModel>(*draft_ctx, sampler);
-    } else {
-      source = std::make_unique<NgramDraft>(3);
-    }
-    SpeculativeDecoder spec(target, *m.tok, sampler, *source, {.min = 1, .max = 6, .adaptive = c.adaptive});
-    const SpeculativeResult got = spec.generate(prompt, {.max_tokens = n, .ignore_eos = true}, {});
-    CHECK(got.generation.tokens == want.tokens);
-    CHECK(got.generation.text == want.text);
-    MESSAGE(c.name << ": drafted " << got.spec.drafted << ", accepted " << got.spec.accepted << ", passes "
-                   << got.spec.rounds << " for " << n << " tokens");
-    if (!c.adaptive && c.draft) CHECK(got.spec.drafted > 0);
-    CHECK(got.spec.acceptance_rate() >= c.min_acceptance);
-    CHECK(got.spec.acceptance_rate() <= c.max_acceptance);
-    CHECK(got.spec.rounds <= n);
+    SpecSession spec(*c.target, c.draft, greedy(c.repeat_penalty), pool);
+    const GenerationResult got = spec.session.generate(
+        prompt, {.max_tokens = n, .ignore_eos = true, .draft = drafting(c.draft != nullptr, 6, !c.adaptive)}, {});
+    CHECK(got.tokens == want.tokens);
+    CHECK(got.text == want.text);
+    MESSAGE(c.name << ": drafted " << got.draft.drafted << ", accepted " << got.draft.accepted << ", passes "
+                   << got.draft.target_passes << " for " << n << " tokens");
+    if (!c.adaptive && c.draft) CHECK(got.draft.drafted > 0);
+    CHECK(got.draft.acceptance_rate() >= c.min_acceptance);
+    CHECK(got.draft.acceptance_rate() <= c.max_acceptance);
+    CHECK(got.draft.target_passes <= n);
     // The cache holds what plain decoding's holds: prompt + every generated token but the last.
     std::vector<int32_t> held = prompt;
     held.insert(held.end(), want.tokens.begin(), want.tokens.end() - 1);
-    CHECK(spec.cached_tokens() == held);
-    CHECK(target.kv_n_tokens(0) == static_cast<int>(held.size()));
+    const std::span<const int32_t> cached = spec.session.cached_tokens();
+    CHECK(std::vector<int32_t>(cached.begin(), cached.end()) == held);
+    CHECK(spec.target.kv_n_tokens(0) == static_cast<int>(held.size()));
   }
 }
 
@@ -144,24 +155,44 @@ TEST_CASE("speculative: the target cache after rejections equals a plain run's, 
   params.temperature = 1.0f;
   params.top_k = 20;
   params.seed = 5;
-  Context target(*m.target, spec_ctx(), pool), draft(*m.noise, spec_ctx(), pool);
-  SamplerChain sampler(params, target.n_ctx());
-  DraftModel source(draft, sampler);
-  SpeculativeDecoder spec(target, *m.tok, sampler, source, {.min = 4, .max = 4, .adaptive = false});
-  const SpeculativeResult r = spec.generate(prompt, {.max_tokens = 40, .ignore_eos = true}, {});
-  REQUIRE(r.spec.drafted > r.spec.accepted);  // rejections (and rollbacks) happened
-  const std::vector<int32_t>& held = spec.cached_tokens();
-  REQUIRE(target.kv_n_tokens(0) == static_cast<int>(held.size()));
+  SpecSession spec(*m.target, m.noise.get(), params, pool);
+  const GenerationResult r =
+      spec.session.generate(prompt, {.max_tokens = 40, .ignore_eos = true, .draft = drafting(true, 4, true, 4)}, {});
+  REQUIRE(r.draft.drafted > r.draft.accepted);  // rejections (and rollbacks) happened
+  const std::span<const int32_t> held = spec.session.cached_tokens();
+  REQUIRE(spec.target.kv_n_tokens(0) == static_cast<int>(held.size()));
 
   // A fresh context decoding the same tokens one by one, then one probe token in both.
   Context plain(*m.target, spec_ctx(), pool);
   for (int32_t t : held) decode_rows(plain, std::span(&t, 1));
-  const int32_t probe = r.generation.tokens.back();
-  CHECK(bit_equal(decode_rows(target, std::span(&probe, 1)), decode_rows(plain, std::span(&probe, 1))));
+  const int32_t probe = r.tokens.back();
+  CHECK(bit_equal(decode_rows(spec.target, std::span(&probe, 1)), decode_rows(plain, std::span(&probe, 1))));
+  spec.target.kv_rollback(0, 1);
 
   // A second request reuses the common prefix and continues as a fresh run would.
-  const SpeculativeResult again = spec.generate(prompt, {.max_tokens = 8, .ignore_eos = true}, {});
-  CHECK(again.generation.stats.reused_tokens == static_cast<int>(prompt.size()) - 1);
+  const GenerationResult again =
+      spec.session.generate(prompt, {.max_tokens = 8, .ignore_eos = true, .draft = drafting(true, 4, true, 4)}, {});
+  CHECK(again.stats.reused_tokens == static_cast<int>(prompt.size()) - 1);
+}
+
+TEST_CASE("speculative: seeded output is the same on every run") {
+  SpecModels& m = spec_models();
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = prompt_tokens("Once upon a time");
+  SamplingParams params;
+  params.temperature = 0.7f;
+  params.seed = 7;
+  for (const Model* draft : std::vector<const Model*>{m.q4.get(), nullptr}) {
+    CAPTURE(draft != nullptr);
+    std::vector<std::vector<int32_t>> runs;
+    for (int i = 0; i < 3; ++i) {
+      SpecSession spec(*m.target, draft, params, pool);
+      runs.push_back(spec.session.generate(prompt, {.max_tokens = 40, .draft = drafting(draft != nullptr, 8, false)}, {})
+                         .tokens);
+    }
+    CHECK(runs[1] == runs[0]);
+    CHECK(runs[2] == runs[0]);
+  }
 }
 
 TEST_CASE("speculative: greedy stops at end-of-generation and token limits like plain decoding") {
@@ -175,15 +206,11 @@ TEST_CASE("speculative: greedy stops at end-of-generation and token limits like 
     Session session(plain_ctx, *m.tok, plain_sampler);
     const GenerationResult want = session.generate(prompt, {.max_tokens = n}, {});
 
-    Context target(*m.target, spec_ctx(), pool), draft(*m.q8, spec_ctx(), pool);
-    SamplerChain sampler(greedy(), target.n_ctx());
-    DraftModel source(draft, sampler);
-    source.set_eog({m.tok->eos()});
-    SpeculativeDecoder spec(target, *m.tok, sampler, source, {.min = 1, .max = 5, .adaptive = false});
-    const SpeculativeResult got = spec.generate(prompt, {.max_tokens = n}, {});
-    CHECK(got.generation.tokens == want.tokens);
-    CHECK(got.generation.stats.stop == want.stats.stop);
-    CHECK(spec.cached_tokens() == session.cached_tokens());
+    SpecSession spec(*m.target, m.q8.get(), greedy(), pool);
+    const GenerationResult got = spec.session.generate(prompt, {.max_tokens = n, .draft = drafting(true, 5, true)}, {});
+    CHECK(got.tokens == want.tokens);
+    CHECK(got.stats.stop == want.stats.stop);
+    CHECK(std::ranges::equal(spec.session.cached_tokens(), session.cached_tokens()));
   }
 }
 
@@ -197,14 +224,11 @@ TEST_CASE("speculative: context-full stop matches plain decoding") {
   const GenerationResult want = session.generate(prompt, {.ignore_eos = true}, {});
   REQUIRE(want.stats.stop == StopReason::ContextFull);
 
-  Context target(*m.target, spec_ctx(32), pool), draft(*m.target, spec_ctx(32), pool);
-  SamplerChain sampler(greedy(), target.n_ctx());
-  DraftModel source(draft, sampler);
-  SpeculativeDecoder spec(target, *m.tok, sampler, source, {.min = 1, .max = 6, .adaptive = false});
-  const SpeculativeResult got = spec.generate(prompt, {.ignore_eos = true}, {});
-  CHECK(got.generation.stats.stop == StopReason::ContextFull);
-  CHECK(got.generation.tokens == want.tokens);
-  CHECK(spec.cached_tokens() == session.cached_tokens());
+  SpecSession spec(*m.target, m.target.get(), greedy(), pool, 32);
+  const GenerationResult got = spec.session.generate(prompt, {.ignore_eos = true, .draft = drafting(true, 6, true)}, {});
+  CHECK(got.stats.stop == StopReason::ContextFull);
+  CHECK(got.tokens == want.tokens);
+  CHECK(std::ranges::equal(spec.session.cached_tokens(), session.cached_tokens()));
 }
 
 TEST_CASE("vocab compatibility: shared ids must agree, trailing extras are fine") {
@@ -261,95 +285,4 @@ TEST_CASE("n-gram drafting proposes what followed the latest earlier occurrence"
   ngram.propose(std::vector<int32_t>{1, 2, 3, 8, 2}, 4, 100, p);
   CHECK(p.tokens == std::vector<int32_t>{3, 8, 2});  // falls back to a 1-gram
   CHECK_THROWS_AS(NgramDraft(0), Error);
-}
-
-TEST_CASE("draft length: long drafts when they pay, off (with sparse probes) when they do not") {
-  SUBCASE("good, cheap drafts") {
-    DraftLength len({.min = 1, .max = 8});
-    CHECK(len.next() == 0);  // the first steps measure plain passes (the very first is a warm-up)
-    len.record_pass(1, 50.0);
-    CHECK(len.next() == 0);
-    len.record_pass(1, 10.0);
-    for (int i = 0; i < 30; ++i) {
-      const int k = len.next();
-      if (k == 0) {  // the periodic plain step
-        len.record_pass(1, 10.0);
-        continue;
-      }
-      len.record_draft(k, 0.5 * k);
-      len.record_pass(k + 1, 10.0 + 1.0 * k);
-      len.record_verdict(k, k);  // all accepted
-    }
-    const int k = len.next();
-    CHECK((k == 8 || k == 0));
-    CHECK(len.rate(8) > 3 * len.rate(0));
-    CHECK(len.acceptance() > 0.9);
-  }
-  SUBCASE("poor drafts: drafting switches off, probes stay rare") {
-    DraftLength len({.min = 1, .max = 8});
-    len.record_pass(1, 10.0);
-    len.record_pass(1, 10.0);
-    int drafted_rounds = 0;
-    for (int i = 0; i < 600; ++i) {
-      const int k = len.next();
-      if (k == 0) {
-        len.record_pass(1, 10.0);
-        continue;
-      }
-      ++drafted_rounds;
-      len.record_draft(k, 3.0 * k);
-      len.record_pass(k + 1, 10.0 + 2.0 * k);
-      len.record_verdict(k, 0);
-    }
-    CHECK(len.off());
-    MESSAGE("rounds with a draft: " << drafted_rounds << " of 600");
-    CHECK(drafted_rounds <= 12);
-    CHECK(len.rate(1) < len.rate(0));
-  }
-  SUBCASE("pass costs are measured per size: 2-3 token passes may cost more than 4") {
-    DraftLength len({.min = 1, .max = 6, .costly_source = false});
-    len.record_pass(1, 10.0);  // warm-up
-    const double cost[] = {0, 10, 19, 28, 13, 14, 15, 16};  // CPU matmul shares weights from 4 rows on
-    for (int n = 1; n <= 7; ++n) len.record_pass(n, cost[n]);
-    len.record_draft(1, 0.0);
-    for (int i = 0; i < 20; ++i) len.record_verdict(4, 3);
-    CHECK(len.rate(1) < len.rate(0));  // one draft + 2-row pass: slower than plain
-    CHECK(len.rate(3) > len.rate(0));
-    const int k = len.next();
-    CHECK(k >= 3);
-  }
-  SUBCASE("a draft model as slow as the target is never probed again, however right it is") {
-    DraftLength len({.min = 1, .max = 4});
-    len.record_pass(1, 10.0);
-    len.record_pass(1, 10.0);
-    int drafted_rounds = 0;
-    for (int i = 0; i < 2000; ++i) {
-      const int k = len.next();
-      if (k == 0) {
-        len.record_pass(1, 10.0);
-        continue;
-      }
-      ++drafted_rounds;
-      len.record_draft(k, 10.0 * k);  // one target step per drafted token
-      len.record_pass(k + 1, 10.0 + 1.0 * k);
-      len.record_verdict(k, k);  // always accepted
-    }
-    CHECK_FALSE(len.could_pay());
-    CHECK(len.off());
-    MESSAGE("rounds with a draft: " << drafted_rounds << " of 2000");
-    CHECK(drafted_rounds <= 4);  // the first rounds on the priors only
-  }
-  SUBCASE("a preempted pass counts at most as many plain steps as it has tokens") {
-    DraftLength len({.min = 1, .max = 4, .costly_source = false});
-    len.record_pass(1, 10.0);  // warm-up
-    len.record_pass(1, 10.0);
-    len.record_pass(2, 500.0);  // a scheduler hiccup: 50 plain steps' time for 2 tokens
-    CHECK(len.rate(1) == doctest::Approx((1.0 + len.acceptance()) / (20.0 + 0.1 * 10.0)));
-  }
-  SUBCASE("fixed length when not adaptive") {
-    DraftLength len({.min = 2, .max = 5, .adaptive = false});
-    CHECK(len.next() == 5);
-  }
-  CHECK_THROWS_AS(DraftLength({.min = 0, .max = 4}), Error);
-  CHECK_THROWS_AS(DraftLength({.min = 5, .max = 4}), Error);
 }

@@ -10,9 +10,7 @@
 #include <cmath>
 #include <map>
 
-#include "engine/draft_model.h"
-#include "engine/ngram_draft.h"
-#include "engine/speculative.h"
+#include "engine/session.h"
 #include "sampling/sampler_chain.h"
 #include "test_speculative_models.h"
 
@@ -21,7 +19,7 @@ using namespace ember::test;
 
 namespace {
 
-using Sequence = std::vector<int32_t>;
+using Continuation = std::vector<int32_t>;
 
 std::vector<int32_t> eog_ids(const Tokenizer& tok) {
   std::vector<int32_t> ids;
@@ -33,7 +31,7 @@ std::vector<int32_t> eog_ids(const Tokenizer& tok) {
 // P(continuation) for every continuation of `length` tokens with non-zero probability, as
 // plain sampling with `params` (end-of-generation tokens banned, as --ignore-eos) gives it.
 void enumerate(Context& ctx, SamplerChain chain, const std::vector<int32_t>& banned, std::span<const float> logits,
-               int length, Sequence& prefix, double prob, std::map<Sequence, double>& out) {
+               int length, Continuation& prefix, double prob, std::map<Continuation, double>& out) {
   std::vector<float> masked(logits.begin(), logits.end());
   for (int32_t id : banned) masked[static_cast<size_t>(id)] = -INFINITY;
   const Candidates p = chain.apply(masked);
@@ -56,7 +54,7 @@ void enumerate(Context& ctx, SamplerChain chain, const std::vector<int32_t>& ban
   }
 }
 
-std::map<Sequence, double> exact_distribution(const Model& model, const std::vector<int32_t>& prompt,
+std::map<Continuation, double> exact_distribution(const Model& model, const std::vector<int32_t>& prompt,
                                               const SamplingParams& params, int length, ThreadPool& pool) {
   Context ctx(model, spec_ctx(), pool);
   Batch b;
@@ -65,8 +63,8 @@ std::map<Sequence, double> exact_distribution(const Model& model, const std::vec
   const std::vector<float> logits(l.begin(), l.end());
   SamplerChain chain(params, ctx.n_ctx());
   for (int32_t t : prompt) chain.accept(t);
-  std::map<Sequence, double> out;
-  Sequence prefix;
+  std::map<Continuation, double> out;
+  Continuation prefix;
   enumerate(ctx, chain, eog_ids(*spec_models().tok), logits, length, prefix, 1.0, out);
   return out;
 }
@@ -79,7 +77,7 @@ struct ChiSquare {
 };
 
 // Cells with an expected count >= 5 stand alone; the rest are pooled into one cell.
-ChiSquare chi_square(const std::map<Sequence, double>& exact, const std::map<Sequence, int>& observed, int n) {
+ChiSquare chi_square(const std::map<Continuation, double>& exact, const std::map<Continuation, int>& observed, int n) {
   ChiSquare r;
   double pooled_expected = 0, pooled_observed = 0;
   int cells = 0;
@@ -149,29 +147,25 @@ TEST_CASE("speculative sampling draws continuations from exactly the target's di
     const std::string name = s.name;
     CAPTURE(name);
     const std::vector<int32_t> prompt = m.tok->encode(s.prompt, true, false);
-    const std::map<Sequence, double> exact = exact_distribution(*m.target, prompt, s.params, s.length, pool);
+    const std::map<Continuation, double> exact = exact_distribution(*m.target, prompt, s.params, s.length, pool);
     double total = 0;
     for (const auto& [seq, p] : exact) total += p;
     CHECK(total == doctest::Approx(1.0).epsilon(1e-4));
 
+    // Every draw continues the same chain (its random stream), as a chat's turns do.
     Context target(*m.target, spec_ctx(), pool);
+    std::unique_ptr<Context> draft_ctx = s.draft ? std::make_unique<Context>(*s.draft, spec_ctx(), pool) : nullptr;
     SamplerChain sampler(s.params, target.n_ctx());
-    std::unique_ptr<Context> draft_ctx;
-    std::unique_ptr<DraftSource> source;
-    if (s.draft) {
-      draft_ctx = std::make_unique<Context>(*s.draft, spec_ctx(), pool);
-      source = std::make_unique<DraftModel>(*draft_ctx, sampler, eog_ids(*m.tok));
-    } else {
-      source = std::make_unique<NgramDraft>(2);
-    }
-    SpeculativeDecoder spec(target, *m.tok, sampler, *source, {.min = 1, .max = 4, .adaptive = false});
-    std::map<Sequence, int> observed;
-    SpeculativeStats totals;
+    Session session(target, *m.tok, sampler, draft_ctx.get());
+    const SequenceDrafting drafting{.ngram = s.draft ? 0 : 2, .max = 4, .fixed = true, .model = s.draft != nullptr};
+    std::map<Continuation, int> observed;
+    DraftTally totals;
     for (int i = 0; i < n_draws; ++i) {
-      const SpeculativeResult r = spec.generate(prompt, {.max_tokens = s.length, .ignore_eos = true}, {});
-      ++observed[r.generation.tokens];
-      totals.drafted += r.spec.drafted;
-      totals.accepted += r.spec.accepted;
+      const GenerationResult r =
+          session.generate(prompt, {.max_tokens = s.length, .ignore_eos = true, .draft = drafting}, {});
+      ++observed[r.tokens];
+      totals.drafted += r.draft.drafted;
+      totals.accepted += r.draft.accepted;
     }
     const ChiSquare chi = chi_square(exact, observed, n_draws);
     MESSAGE(name << ": " << exact.size() << " sequences, chi2 " << chi.statistic << " (df " << chi.df
@@ -192,11 +186,11 @@ TEST_CASE("negative control: the draft's own distribution fails the same test") 
   ThreadPool pool(1);
   const SamplingParams params = sampling(1.0f, 3, 1.0f, 0.0f);
   const std::vector<int32_t> prompt = m.tok->encode("The", true, false);
-  const std::map<Sequence, double> exact = exact_distribution(*m.target, prompt, params, 3, pool);
+  const std::map<Continuation, double> exact = exact_distribution(*m.target, prompt, params, 3, pool);
   Context ctx(*m.q4, spec_ctx(), pool);
   SamplerChain sampler(params, ctx.n_ctx());
   Session session(ctx, *m.tok, sampler);
-  std::map<Sequence, int> observed;
+  std::map<Continuation, int> observed;
   const int n_draws = 2000;
   for (int i = 0; i < n_draws; ++i) ++observed[session.generate(prompt, {.max_tokens = 3, .ignore_eos = true}, {}).tokens];
   const ChiSquare chi = chi_square(exact, observed, n_draws);

@@ -19,7 +19,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/batch_job.h"
-#include "engine/draft_setup.h"
+#include "engine/draft/draft_setup.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -70,7 +70,7 @@ int run_batch(BatchFlags& f) {
   if (f.batch_tokens < 1) fail(ErrorKind::InvalidArgument, "--batch-tokens {} must be at least 1", f.batch_tokens);
   if (f.kv_size < 0) fail(ErrorKind::InvalidArgument, "--kv-size {} must be >= 0", f.kv_size);
   if (f.gen.context_shift) fail(ErrorKind::InvalidArgument, "--context-shift: batch preempts instead of shifting");
-  const SequenceDrafting draft = scheduled_drafting(f.gen.draft);
+  const SequenceDrafting draft = sequence_drafting(f.gen.draft);
   ModelSetup setup = model_setup(f.gen);
   setup.context.n_seq = f.n_parallel;
   setup.context.n_batch = std::max(setup.context.n_batch, f.batch_tokens);

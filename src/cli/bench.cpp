@@ -120,12 +120,14 @@ std::vector<eval::BenchRow> speculative_rows(const BenchArgs& a, const Model& mo
   greedy.temperature = 0.0f;
   greedy.seed = 1;
   SamplerChain sampler(greedy, ctx.n_ctx());
-  Session plain(ctx, tok, sampler);
-  DraftRunner spec(a.draft, ctx, tok, pool, sampler, /*ignore_eos=*/true, /*verbose=*/false);
+  validate(a.draft);
+  DraftContext draft;
+  if (!a.draft.model_path.empty()) draft = load_draft_context(a.draft, ctx, tok, pool, /*verbose=*/false);
+  Session session(ctx, tok, sampler, draft.context.get());
   fmt::print(stderr, "bench: tg{} after a {}-token prompt, plain and {} ({} warm-up, {} runs each, {} threads)\n",
-             a.n_gen, prompt.size(), spec.source_label(), a.no_warmup ? 0 : 1, a.reps, n_threads);
-  const eval::SpeculativeBenchResult r =
-      eval::run_speculative_bench(plain, spec, prompt, {.n_gen = a.n_gen, .reps = a.reps, .warmup = !a.no_warmup});
+             a.n_gen, prompt.size(), draft_source_label(a.draft), a.no_warmup ? 0 : 1, a.reps, n_threads);
+  const eval::SpeculativeBenchResult r = eval::run_speculative_bench(
+      session, a.draft, prompt, {.n_gen = a.n_gen, .reps = a.reps, .warmup = !a.no_warmup});
   std::vector<eval::BenchRow> rows(2);
   rows[0].result = r.plain;
   rows[1].result = r.spec;

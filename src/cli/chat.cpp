@@ -25,7 +25,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/conversation.h"
-#include "engine/draft_setup.h"
+#include "engine/draft/draft_setup.h"
 #include "sampling/sampler_chain.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
@@ -68,16 +68,15 @@ class ChatRepl {
         m_(m),
         params_(sampling_params(flags.gen)),
         sampler_(params_, m.context->n_ctx()),
-        session_(*m.context, *m.tokenizer, sampler_),
-        draft_(flags.gen.draft.enabled()
-                   ? std::make_unique<DraftRunner>(flags.gen.draft, m, sampler_, flags.ignore_eos, /*verbose=*/true)
-                   : nullptr),
-        conversation_(generator(), *m.tokenizer, std::move(chat_template), flags.system),
+        draft_(load_draft_if_asked(flags.gen.draft, m)),
+        session_(*m.context, *m.tokenizer, sampler_, draft_.context.get()),
+        conversation_(session_, *m.tokenizer, std::move(chat_template), flags.system),
         editor_(STDIN_FILENO, STDOUT_FILENO),
         style_(editor_.interactive() && colours_wanted(STDOUT_FILENO)),
         err_style_(colours_wanted(STDERR_FILENO)) {
     options_.max_tokens = flags.gen.n_predict;
     options_.ignore_eos = flags.ignore_eos;
+    options_.draft = sequence_drafting(flags.gen.draft);
   }
 
   int loop() {
@@ -101,9 +100,6 @@ class ChatRepl {
   }
 
  private:
-  // Replies come from the speculative decoder with --draft / --draft-ngram, else plain decoding.
-  Generator& generator() { return draft_ ? static_cast<Generator&>(*draft_) : session_; }
-
   static std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\n");
     if (b == std::string::npos) return {};
@@ -143,6 +139,7 @@ class ChatRepl {
     }
     print_out(style_.reset + "\n");
     last_ = reply.result.stats;
+    last_draft_ = reply.result.draft;
     have_last_ = true;
     const GenerationStats& s = reply.result.stats;
     if (reply.dropped_messages)
@@ -161,10 +158,10 @@ class ChatRepl {
 
   // " · drafted 40, accepted 31 (77%), 2.9 tokens/pass" after a speculative reply.
   std::string speculative_summary(const GenerationStats& s) const {
-    if (!draft_) return {};
-    const SpeculativeStats& sp = draft_->last_stats();
-    return fmt::format(" · drafted {}, accepted {} ({:.0f}%), {:.2f} tokens/pass", sp.drafted, sp.accepted,
-                       100.0 * sp.acceptance_rate(), sp.tokens_per_pass(s.generated_tokens));
+    if (!flags_.gen.draft.enabled()) return {};
+    const DraftTally& t = last_draft_;
+    return fmt::format(" · drafted {}, accepted {} ({:.0f}%), {:.2f} tokens/pass", t.drafted, t.accepted,
+                       100.0 * t.acceptance_rate(), t.tokens_per_pass(s.generated_tokens));
   }
 
   // Returns false to quit.
@@ -209,7 +206,7 @@ class ChatRepl {
       facts.greedy = sampler_.params().greedy();
       facts.n_threads = m_.pool->size();
       print_out(format_stats(last_, facts));
-      if (draft_) print_out(draft_->stats_text(last_));
+      if (flags_.gen.draft.enabled()) print_out(draft_stats_text(flags_.gen.draft, last_draft_, last_));
     }
     print_out(fmt::format("{}, {} messages; {}\n", context_line(), conversation_.messages().size(),
                           describe_context_policy(m_.context->options())));
@@ -238,8 +235,7 @@ class ChatRepl {
         warn("usage: /set temp|top-k|top-p|min-p|repeat-penalty|seed|n VALUE");
         return;
       }
-      // The session and the speculative decoder hold references to it; a draft model reads
-      // its settings at every proposal.
+      // The session holds a reference to it; drafts follow its settings.
       sampler_ = SamplerChain(p, m_.context->n_ctx());
     } catch (const std::exception&) {  // std::sto* parse errors, ember::Error from validation
       warn(fmt::format("/set {}: '{}' is not a valid value", key, value));
@@ -254,13 +250,14 @@ class ChatRepl {
   LoadedModel& m_;
   SamplingParams params_;
   SamplerChain sampler_;
+  DraftContext draft_;  // --draft: the draft model
   Session session_;
-  std::unique_ptr<DraftRunner> draft_;  // --draft / --draft-ngram
   Conversation conversation_;
   LineEditor editor_;
   Style style_, err_style_;
   GenerateOptions options_;
   GenerationStats last_;
+  DraftTally last_draft_;
   bool have_last_ = false;
 };
 

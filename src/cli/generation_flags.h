@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/draft_setup.h"
+#include "engine/draft/draft_setup.h"
 #include "engine/loaded_model.h"
 #include "sampling/params.h"
 

@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <optional>
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
@@ -41,11 +40,10 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
 
   LoadedModel m = load_model(model_setup(f.gen));
   SamplerChain sampler(sampling_params(f.gen), m.context->n_ctx());
-  Session session(*m.context, *m.tokenizer, sampler);
+  const DraftContext draft = load_draft_if_asked(f.gen.draft, m);  // --draft: a draft model
+  Session session(*m.context, *m.tokenizer, sampler, draft.context.get());
   const std::vector<int32_t> tokens = m.tokenizer->encode(prompt, /*add_special=*/true, /*parse_special=*/true);
   session.check_prompt_fits(tokens.size());  // before anything reaches stdout
-  std::optional<DraftRunner> draft;  // --draft / --draft-ngram: speculative decoding
-  if (f.gen.draft.enabled()) draft.emplace(f.gen.draft, m, sampler, f.ignore_eos, /*verbose=*/true);
 
   InterruptScope interrupt_scope;
   const bool stream = !f.json;
@@ -56,13 +54,13 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   GenerateOptions options;
   options.max_tokens = f.gen.n_predict;
   options.ignore_eos = f.ignore_eos;
+  options.draft = sequence_drafting(f.gen.draft);  // --draft / --draft-ngram: speculative decoding
   const auto on_text = [&](std::string_view piece) {
     if (!stream) return;
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
-  const GenerationResult result =
-      draft ? draft->generate(tokens, options, on_text) : session.generate(tokens, options, on_text);
+  const GenerationResult result = session.generate(tokens, options, on_text);
   if (stream) std::fputc('\n', stdout);
 
   RunFacts facts;
@@ -78,10 +76,11 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
     fmt::print(stderr, "\ncontext shifted: {} old tokens were dropped ({})\n", result.stats.shifted_tokens,
                describe_context_policy(m.context->options()));
   fmt::print(stderr, "\n{}", format_stats(result.stats, facts));
-  if (draft) fmt::print(stderr, "{}", draft->stats_text(result.stats));
+  const bool drafting = f.gen.draft.enabled();
+  if (drafting) fmt::print(stderr, "{}", draft_stats_text(f.gen.draft, result.draft, result.stats));
   if (f.json) {
     const std::string json = format_stats_json(result.stats, facts, result.text);
-    fmt::print("{}\n", draft ? draft->add_json(json, result.stats) : json);
+    fmt::print("{}\n", drafting ? add_draft_json(json, f.gen.draft, result.draft, result.stats) : json);
   }
   std::fflush(stdout);
   return result.stats.stop == StopReason::Interrupted ? exit_code_for(ErrorKind::Interrupted) : 0;

@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/batch_job.h"
-#include "engine/draft_setup.h"
+#include "engine/draft/draft_setup.h"
 #include "server/http_server.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
@@ -46,7 +46,7 @@ void check(const ServeFlags& f) {
   if (f.shutdown != "finish" && f.shutdown != "cancel")
     fail(ErrorKind::InvalidArgument, "--shutdown '{}' must be finish or cancel", f.shutdown);
   if (f.gen.context_shift) fail(ErrorKind::InvalidArgument, "--context-shift: serve preempts instead of shifting");
-  scheduled_drafting(f.gen.draft);  // refuses --draft MODEL with --draft-ngram N
+  sequence_drafting(f.gen.draft);  // refuses --draft MODEL with --draft-ngram N
 }
 
 // SIGTERM and SIGINT wait for sigwait() in the main thread; every thread started later
@@ -91,7 +91,7 @@ int run_serve(ServeFlags& f) {
   const ChatTemplate tmpl = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
   if (!warning.empty()) fmt::print(stderr, "{}\n", warning);
   server::EngineOptions eo{SchedulerOptions{f.n_parallel, f.batch_tokens, draft_model.context.get()}, f.max_queue,
-                          scheduled_drafting(f.gen.draft)};
+                          sequence_drafting(f.gen.draft)};
   auto engine = std::make_unique<server::ServingEngine>(*m.context, *m.tokenizer, eo, metrics);
   server::ServedModel served;
   served.engine = engine.get();

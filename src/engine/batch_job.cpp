@@ -6,27 +6,13 @@
 #include <chrono>
 #include <cmath>
 
-#include "engine/draft_setup.h"
-#include "engine/stop_strings.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace ember {
 namespace {
-
 using Clock = std::chrono::steady_clock;
-
-// One request's whole text, assembled as its tokens arrive.
-struct TextAssembly {
-  TextAssembly(const Tokenizer& tok, std::vector<std::string> stops) : generated(tok, std::move(stops)) {}
-  GeneratedText generated;
-  std::string text;
-
-  void push(int32_t token) { text += generated.push(token); }
-  void finish() { text += generated.finish(); }
-};
-
 }  // namespace
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -40,36 +26,31 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
                                        BatchSummary& summary, const std::function<void(int, int)>& on_progress) {
   const int n = static_cast<int>(requests.size());
   std::vector<BatchResult> results(n);
-  std::vector<TextAssembly> texts;
-  texts.reserve(n);
   std::vector<Clock::time_point> last(n);
   const Clock::time_point start = Clock::now();
   auto ms_since = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   int done = 0;
   std::vector<int> index_of;  // scheduler id -> request index
-  Scheduler sched(ctx, options,
-                  Scheduler::Events{[&](int id, int32_t token) {
-                                      const int i = index_of[id];
-                                      BatchResult& r = results[i];
-                                      const Clock::time_point now = Clock::now();
-                                      if (r.completion_tokens == 0) r.ttft_ms = ms_since(start, now);
-                                      else r.itl_ms.push_back(ms_since(last[i], now));
-                                      last[i] = now;
-                                      r.total_ms = ms_since(start, now);
-                                      r.completion_tokens += 1;
-                                      texts[i].push(token);
-                                      if (texts[i].generated.stopped()) sched.cancel(id);  // events run after construction
-                                    },
-                                    [&](int id, FinishReason reason) {
-                                      const int i = index_of[id];
-                                      texts[i].finish();
-                                      results[i].text = texts[i].text;
-                                      const bool stopped = texts[i].generated.stopped() || reason == FinishReason::Stop;
-                                      results[i].finish_reason = stopped ? "stop" : finish_reason_name(reason);
-                                      if (on_progress) on_progress(++done, n);
-                                    }});
+  Scheduler::Events events;
+  events.on_token = [&](int id, int32_t) {
+    const int i = index_of[id];
+    BatchResult& r = results[i];
+    const Clock::time_point now = Clock::now();
+    if (r.completion_tokens == 0) r.ttft_ms = ms_since(start, now);
+    else r.itl_ms.push_back(ms_since(last[i], now));
+    last[i] = now;
+    r.total_ms = ms_since(start, now);
+    r.completion_tokens += 1;
+  };
+  events.on_text = [&](int id, std::string_view piece) { results[index_of[id]].text += piece; };
+  events.on_finish = [&](int id, const SequenceEnd& end) {
+    results[index_of[id]].finish_reason = finish_reason_name(end.reason);
+    if (on_progress) on_progress(++done, n);
+  };
+  SchedulerOptions with_text = options;
+  with_text.tokenizer = &tok;
+  Scheduler sched(ctx, with_text, std::move(events));
   for (int i = 0; i < n; ++i) {
-    texts.emplace_back(tok, requests[i].stop);
     const CompletionRequest& req = requests[i];
     SequenceRequest s = sequence_request(req, tok);
     s.draft = draft;
@@ -101,11 +82,6 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
   std::sort(summary.ttft_ms.begin(), summary.ttft_ms.end());
   std::sort(summary.itl_ms.begin(), summary.itl_ms.end());
   return results;
-}
-
-SequenceDrafting scheduled_drafting(const DraftOptions& flags) {
-  validate(flags);
-  return SequenceDrafting{flags.ngram, flags.max, flags.fixed, !flags.model_path.empty()};
 }
 
 std::string format_batch_summary(const BatchSummary& s) {

@@ -1,7 +1,7 @@
 // Offline generation of many requests through the scheduler (`ember batch`): every request
-// is tokenized and queued at once, the scheduler runs them -np at a time, and each one's
-// text is assembled token by token (stop strings end it early, not included), with its
-// timings measured from the start of the job.
+// is tokenized and queued at once, the scheduler runs them -np at a time and assembles each
+// one's text (stop strings end it early, not included), with its timings measured from the
+// start of the job.
 #pragma once
 #include <functional>
 #include <string>
@@ -14,7 +14,6 @@ namespace ember {
 
 class Context;
 class Tokenizer;
-struct DraftOptions;
 
 struct BatchResult {
   std::string text;
@@ -42,14 +41,6 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
                                        const SchedulerOptions& options, const SequenceDrafting& draft,
                                        BatchSummary& summary,
                                        const std::function<void(int done, int total)>& on_progress = {});
-
-// The drafting of scheduled sequences (`ember batch`, `ember serve`) from the draft flags:
-// --draft-ngram N or --draft MODEL (the scheduler then needs SchedulerOptions::draft, from
-// draft_setup.h's load_draft_context), and --draft-max K. --draft-fixed: every sequence
-// drafts up to --draft-max whenever its source has tokens, instead of as far as its
-// acceptance so far makes worth the rows (--draft-min does not apply: there is no timing
-// model in the batch). Throws validate()'s errors (both sources at once: InvalidArgument).
-SequenceDrafting scheduled_drafting(const DraftOptions& flags);
 
 // "requests/s, tokens/s, TTFT and ITL p50/p90/p99" as a few lines for stderr.
 std::string format_batch_summary(const BatchSummary& s);

@@ -147,6 +147,7 @@ SequenceRequest sequence_request(const CompletionRequest& request, const Tokeniz
   s.sampling = request.sampling;
   s.max_tokens = request.max_tokens;
   if (!request.ignore_eos) s.stop_tokens = tok.eog_ids();
+  s.stop_strings = request.stop;
   s.top_logprobs = request.top_logprobs;
   return s;
 }

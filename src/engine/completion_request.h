@@ -38,7 +38,8 @@ struct CompletionDefaults {
 };
 
 // The scheduler's request for it: the prompt tokenized (BOS as the vocabulary says, turn
-// markers as control tokens), end-of-generation ids as stop tokens unless ignore_eos.
+// markers as control tokens), end-of-generation ids as stop tokens unless ignore_eos, its
+// stop strings.
 SequenceRequest sequence_request(const CompletionRequest& request, const Tokenizer& tok);
 
 // Throws Error(InvalidArgument) naming the field and what was wrong with it.

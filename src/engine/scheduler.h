@@ -9,6 +9,12 @@
 // token's logits do not depend on the batch around it, its output is unchanged.
 // A new sequence first takes the prefix cache's blocks for the start of its tokens.
 //
+// It is ember's one generation loop: `run` and `chat` (a scheduler with one slot, session.h),
+// `batch` and `serve` all generate through it. When a sequence ends is decided on the
+// sequence (sequence.h: stop tokens, stop strings, max_tokens, a full context); a sequence
+// that asks for it shifts its context instead (old tokens dropped, as --context-shift), and
+// one with a cache_key leaves its KV cache parked for the next request of its conversation.
+//
 // Speculative drafting per sequence (SequenceRequest::draft): a decoding sequence whose
 // n-gram lookup (ngram_draft.h) proposes k tokens contributes 1 + k rows to the step, its
 // last token and the drafts, verified by speculative.h's exact rule (verify_draft) and
@@ -33,6 +39,8 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,27 +51,46 @@
 namespace ember {
 
 class BatchDraft;
+class Sequence;
+class Tokenizer;
 
 // Prompt-lookup drafting for one sequence: propose up to `max` tokens that followed the last
 // n tokens (n <= ngram) earlier in its own tokens. ngram 0: no drafting. Drafts cost rows of
 // the shared batch, so by default a sequence drafts only as far as its own drafts have been
-// accepted (scheduler.cpp's DraftGate); fixed: always up to max.
+// accepted (sequence.h's DraftGate), and then at least `min`; fixed: always up to max.
 // model: draft with the scheduler's draft model instead (SchedulerOptions::draft; ngram 0).
 struct SequenceDrafting {
   int ngram = 0;
   int max = 8;
   bool fixed = false;
   bool model = false;
+  int min = 1;
   bool enabled() const { return ngram > 0 || model; }
 };
 
 struct SequenceRequest {
   std::vector<int32_t> prompt;       // at least one token
   SamplingParams sampling;           // its own seed, penalties, temperature ...
+  // Instead of a chain built from `sampling`: the caller's, whose random stream goes on from
+  // one request to the next (chat turns). Not owned; it must outlive the sequence.
+  SamplerChain* sampler = nullptr;
   int max_tokens = -1;               // generated tokens at most; < 0: until a stop token or the context ends
   std::vector<int32_t> stop_tokens;  // end generation (not emitted): the tokenizer's end-of-generation ids
+  std::vector<int32_t> banned_tokens;     // never sampled (--ignore-eos bans the end-of-generation ids)
+  std::vector<std::string> stop_strings;  // end generation, not included (needs SchedulerOptions::tokenizer)
   int top_logprobs = -1;             // >= 0: report each token's log-probability and this many likeliest
   SequenceDrafting draft;            // speculative drafting (off by default)
+  // A full context drops old tokens (after the context's n_keep) and goes on, instead of
+  // ending the sequence (--context-shift).
+  bool context_shift = false;
+  // max_tokens may exceed what the context holds: the sequence then ends when the context is
+  // full (run, chat) instead of being refused when submitted (batch, serve).
+  bool may_fill_context = false;
+  // Keep the KV cache under this key when the sequence ends (0: give it back), and with
+  // resume start from the cache parked under it: its longest common prefix with the prompt
+  // is not decoded again (a chat's earlier turns).
+  uint64_t cache_key = 0;
+  bool resume = false;
 };
 
 // A generated token's log-probability under the model (its logits before sampling), with
@@ -87,8 +114,18 @@ void check_request(const SequenceRequest& request, const SchedulerLimits& limits
 // `token`'s log-probability in a logits row and the n_top likeliest (ties: lower id first).
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n_top);
 
-enum class FinishReason { Stop, Length, Cancelled };
-const char* finish_reason_name(FinishReason r);  // "stop", "length", "cancelled"
+// Stop: a stop token or stop string; Length: max_tokens; ContextFull: the context holds no
+// more (or the KV pool, for a sequence alone); Cancelled: cancel().
+enum class FinishReason { Stop, Length, ContextFull, Cancelled };
+const char* finish_reason_name(FinishReason r);  // "stop", "length" (Length, ContextFull), "cancelled"
+
+// How a sequence ended, with what happened to its KV cache.
+struct SequenceEnd {
+  FinishReason reason = FinishReason::Stop;
+  int reused_tokens = 0;   // of its prompt, found in the parked cache it resumed
+  int shifted_tokens = 0;  // dropped by context shifts
+  int cached_tokens = 0;   // held in its KV cache at the end
+};
 
 struct SchedulerOptions {
   int max_sequences = 0;  // running at once (-np); 0 = the context's n_seq
@@ -97,6 +134,8 @@ struct SchedulerOptions {
   // vocabulary compatible) for requests with SequenceDrafting::model; not owned, it must
   // outlive the scheduler, and only one scheduler may use it at a time.
   Context* draft = nullptr;
+  // Text: every sequence's tokens are detokenized and cut at its stop strings (Events::on_text).
+  const Tokenizer* tokenizer = nullptr;
 };
 
 struct SchedulerStats {
@@ -113,20 +152,20 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  // on_token(id, token) for every generated token but stop tokens; on_finish(id, reason)
-  // once per sequence, after which its id is forgotten; on_logprobs just before on_token,
-  // for sequences that asked for them.
+  // on_token(id, token) for every generated token but stop tokens; on_logprobs just before
+  // it, for sequences that asked for them; on_text just after it, with the text that token
+  // made final (maybe none), and once more before on_finish with what was held back;
+  // on_finish once per sequence, after which its id is forgotten.
   struct Events {
     std::function<void(int id, int32_t token)> on_token;
-    std::function<void(int id, FinishReason reason)> on_finish;
+    std::function<void(int id, const SequenceEnd& end)> on_finish;
     std::function<void(int id, const TokenLogprobs& logprobs)> on_logprobs;
+    std::function<void(int id, std::string_view text)> on_text;
   };
   Scheduler(Context& ctx, const SchedulerOptions& options, Events events);
   ~Scheduler();
 
-  // Queues a sequence and returns its id. Throws InvalidArgument for an empty prompt,
-  // ContextFull when prompt (+ max_tokens) exceeds n_ctx, OutOfMemory when it could not fit
-  // the block pool even alone (both with the counts).
+  // Queues a sequence and returns its id. Throws what check_request throws.
   int submit(SequenceRequest request);
   // Ends a sequence at the next step (its blocks go back then); unknown ids are ignored.
   void cancel(int id);
@@ -141,29 +180,51 @@ class Scheduler {
   const SchedulerStats& stats() const { return stats_; }
   const SchedulerLimits& limits() const { return limits_; }
 
+  // The tokens of the cache parked under `key` (SequenceRequest::cache_key), empty if none;
+  // drop_parked gives it back.
+  std::span<const int32_t> parked_tokens(uint64_t key) const;
+  void drop_parked(uint64_t key);
+
  private:
-  struct Sequence;
   struct Chunk {
     Sequence* seq;
     int n;            // tokens of this step, from seq->n_computed on
     int drafted = 0;  // then this many of seq->proposal's tokens (a decode only)
   };
+  struct ParkedCache {
+    uint64_t key;
+    int slot;
+    std::vector<int32_t> tokens;  // what its KV cache holds
+  };
   void retire_cancelled();
   void admit();
+  void seat(Sequence& s);
   std::vector<Chunk> plan_batch();
+  bool room_for_decode(size_t i, bool plan_empty);
+  void shift_if_full(Sequence& s);
+  void plan_prompt_chunks(std::vector<Chunk>& plan, int budget);
   void plan_drafts(std::vector<Chunk>& decodes, int& budget);
   int draft_room(const Sequence& s, int budget) const;
   int fit_drafts(const Sequence& s, int k);
   void draft_with_model(std::vector<Chunk>& plan);
+  void clear_slot(int slot);
   void release(Sequence& s);
   void add_rows(const Chunk& c);
   void preempt(Sequence& s);
   void finish(Sequence& s, FinishReason reason);
+  void take_outputs(const std::vector<Chunk>& plan, std::span<const float> logits);
+  std::span<const float> masked(const Sequence& s, std::span<const float> rows);
   void sample(Sequence& s, std::span<const float> logits);
   bool emit(Sequence& s, int32_t token, std::span<const float> logits);
   void verify(Sequence& s, int k, std::span<const float> rows);
   void roll_back_to(Sequence& s, int n_tokens);
   bool cancelled(int id) const;
+  // Parked caches (scheduler_parking.cpp).
+  std::vector<ParkedCache>::iterator find_parked(uint64_t key);
+  void park(Sequence& s);
+  bool take_parked(Sequence& s);
+  void release_parked(const ParkedCache& p);
+  bool evict_parked(uint64_t spare_key);  // the oldest not under spare_key; false: none
 
   Context& ctx_;
   SchedulerOptions opts_;
@@ -171,10 +232,12 @@ class Scheduler {
   int next_id_ = 0;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in admission order: preemption takes the back
+  std::vector<ParkedCache> parked_;                  // oldest first
   std::vector<int> free_slots_;
   std::vector<int> cancelled_;
   std::vector<int> need_;                            // per slot: tokens planned this step
   std::vector<float> q_dense_;                       // verify_draft's scratch
+  std::vector<float> masked_;                        // logits rows with banned tokens masked
   int max_rows_ = 1;                                 // rows of one sequence in a step, drafts included
   Batch batch_;
   std::unique_ptr<BatchDraft> draft_;                // the draft model's side (null: none)

@@ -1,10 +1,7 @@
 #include "engine/session.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 
-#include "engine/cached_tokens.h"
 #include "model/model.h"
 #include "sampling/sampler_chain.h"
 #include "tokenizer/tokenizer.h"
@@ -15,11 +12,45 @@ namespace ember {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+// The one conversation a session parks its cache under.
+constexpr uint64_t kConversation = 1;
+
+StopReason stop_reason(FinishReason r) {
+  switch (r) {
+    case FinishReason::Stop: return StopReason::EndOfGeneration;
+    case FinishReason::Length: return StopReason::TokenLimit;
+    case FinishReason::ContextFull: return StopReason::ContextFull;
+    case FinishReason::Cancelled: return StopReason::Interrupted;
+  }
+  return StopReason::Interrupted;
+}
 }  // namespace
 
-Session::Session(Context& ctx, const Tokenizer& tok, SamplerChain& sampler)
-    : ctx_(ctx), tok_(tok), sampler_(sampler) {}
+// One generate() call as the scheduler's events see it.
+struct Session::Run {
+  GenerationResult result;
+  const TextSink* on_text = nullptr;
+  Clock::time_point start, first_token;
+  int64_t steps_at_first_token = 0;
+  bool done = false;
+};
+
+Session::Session(Context& ctx, const Tokenizer& tok, SamplerChain& sampler, Context* draft)
+    : ctx_(ctx), tok_(tok), sampler_(sampler), draft_(draft) {
+  restart();
+}
+
+// A fresh scheduler: the old one (if any) gives back every slot and cache it held.
+void Session::restart() {
+  sched_.reset();
+  sched_ = std::make_unique<Scheduler>(
+      ctx_, SchedulerOptions{.max_sequences = 1, .batch_tokens = 0, .draft = draft_, .tokenizer = &tok_}, events());
+}
+
+Session::~Session() = default;
 
 int Session::n_ctx() const { return ctx_.n_ctx(); }
 
@@ -29,88 +60,89 @@ void Session::check_prompt_fits(size_t n_tokens) const {
          ctx_.n_ctx());
 }
 
-void Session::clear() {
-  ctx_.kv_clear(0);
-  cached_.clear();
+std::span<const int32_t> Session::cached_tokens() const { return sched_->parked_tokens(kConversation); }
+
+void Session::clear() { sched_->drop_parked(kConversation); }
+
+Scheduler::Events Session::events() {
+  Scheduler::Events e;
+  e.on_token = [this](int, int32_t token) {
+    Run& run = *run_;
+    if (run.result.tokens.empty()) {
+      run.first_token = Clock::now();
+      run.steps_at_first_token = sched_->stats().steps;
+    }
+    run.result.tokens.push_back(token);
+  };
+  e.on_text = [this](int, std::string_view piece) {
+    if (piece.empty()) return;
+    run_->result.text += piece;
+    if (*run_->on_text) (*run_->on_text)(piece);
+  };
+  e.on_finish = [this](int, const SequenceEnd& end) { finish(*run_, end); };
+  return e;
 }
 
-void Session::follow_shift(GenerationStats& stats) { follow_context_shift(ctx_, cached_, stats); }
-
-bool Session::prefill(std::span<const int32_t> tokens, GenerationStats& stats) {
-  return prefill_cached(ctx_, tokens, cached_, last_logits_, stats);
+SequenceRequest Session::request(std::span<const int32_t> prompt, const GenerateOptions& options) const {
+  SequenceRequest r;
+  r.prompt.assign(prompt.begin(), prompt.end());
+  r.sampler = &sampler_;
+  r.max_tokens = options.max_tokens;
+  (options.ignore_eos ? r.banned_tokens : r.stop_tokens) = tok_.eog_ids();
+  r.stop_strings = options.stop_strings;
+  r.draft = options.draft;
+  r.context_shift = ctx_.options().policy == ContextPolicy::Shift;
+  r.may_fill_context = true;
+  r.cache_key = kConversation;
+  r.resume = true;
+  return r;
 }
 
-void Session::decode_one(int32_t token, GenerationStats& stats) {
-  Batch batch;
-  batch.add(token, -1, 0, true);
-  const std::span<const float> logits = ctx_.decode(batch);
-  cached_.push_back(token);
-  follow_shift(stats);
-  last_logits_.assign(logits.begin(), logits.end());
+void Session::finish(Run& run, const SequenceEnd& end) const {
+  GenerationStats& s = run.result.stats;
+  const Clock::time_point now = Clock::now();
+  const bool generated = !run.result.tokens.empty();
+  s.reused_tokens = end.reused_tokens;
+  s.prompt_ms = ms_between(run.start, generated ? run.first_token : now);
+  s.ttft_ms = generated ? s.prompt_ms : 0.0;
+  s.generated_tokens = static_cast<int>(run.result.tokens.size());
+  s.generation_ms = generated ? ms_between(run.first_token, now) : 0.0;
+  s.context_used = end.cached_tokens;
+  s.shifted_tokens = end.shifted_tokens;
+  s.stop = stop_reason(end.reason);
+  run.done = true;
 }
 
 GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                    const TextSink& on_text) {
-  GenerationResult result;
-  GenerationStats& stats = result.stats;
-  stats.n_ctx = ctx_.n_ctx();
-  stats.prompt_tokens = static_cast<int>(prompt.size());
   if (prompt.empty()) fail(ErrorKind::InvalidArgument, "the prompt is empty (no tokens to start from)");
   check_prompt_fits(prompt.size());
-  const auto start = Clock::now();
-
-  // Reuse the cached prefix; at least the last prompt token is decoded again for its logits.
-  const size_t common = reuse_cached_prefix(ctx_, prompt, cached_);
-  stats.reused_tokens = static_cast<int>(common);
-
-  const bool complete = prefill(prompt.subspan(common), stats);
-  stats.prompt_ms = ms_since(start);
-  const auto generation_start = Clock::now();
-  auto finish = [&](StopReason reason) {
-    stats.stop = reason;
-    stats.generation_ms = result.tokens.empty() ? 0.0 : ms_since(generation_start);
-    stats.context_used = static_cast<int>(cached_.size());
-    return result;
-  };
-  if (!complete) return finish(StopReason::Interrupted);
-  if (options.max_tokens == 0) return finish(StopReason::TokenLimit);  // -n 0: evaluate the prompt only
-
-  // The penalty window sees the context as it is now (prompt tokens included, as llama.cpp).
-  sampler_.reset_history();
-  for (int32_t t : cached_) sampler_.accept(t);
-
-  StreamingDecoder decoder(tok_, StreamingDecoder::LeadingSpace::Keep);
-  auto emit = [&](const std::string& piece) {
-    if (piece.empty()) return;
-    result.text += piece;
-    if (on_text) on_text(piece);
-  };
-  const bool can_shift = ctx_.options().policy == ContextPolicy::Shift;
-  for (;;) {
-    if (options.ignore_eos)
-      for (int32_t id : tok_.eog_ids())
-        if (static_cast<size_t>(id) < last_logits_.size()) last_logits_[static_cast<size_t>(id)] = -INFINITY;
-    const int32_t token = sampler_.sample(last_logits_);
-    if (result.tokens.empty()) stats.ttft_ms = ms_since(start);
-    if (tok_.is_eog(token)) {
-      emit(decoder.flush());
-      return finish(StopReason::EndOfGeneration);
+  Run run;
+  run.on_text = &on_text;
+  run.start = Clock::now();
+  run.result.stats.n_ctx = ctx_.n_ctx();
+  run.result.stats.prompt_tokens = static_cast<int>(prompt.size());
+  const SchedulerStats before = sched_->stats();
+  run_ = &run;
+  try {
+    const int id = sched_->submit(request(prompt, options));
+    while (!run.done) {
+      if (interrupt_requested()) sched_->cancel(id);
+      sched_->step();
     }
-    result.tokens.push_back(token);
-    ++stats.generated_tokens;
-    emit(decoder.push(token));
-    StopReason reason;
-    bool stop = true;
-    if (options.max_tokens >= 0 && stats.generated_tokens >= options.max_tokens) reason = StopReason::TokenLimit;
-    else if (interrupt_requested()) reason = StopReason::Interrupted;
-    else if (!can_shift && cached_.size() >= static_cast<size_t>(ctx_.n_ctx())) reason = StopReason::ContextFull;
-    else stop = false;
-    if (stop) {
-      emit(decoder.flush());
-      return finish(reason);
-    }
-    decode_one(token, stats);
+  } catch (...) {  // a failed step leaves nothing behind: the next generation starts afresh
+    run_ = nullptr;
+    restart();
+    throw;
   }
+  run_ = nullptr;
+  const SchedulerStats& after = sched_->stats();
+  DraftTally& t = run.result.draft;
+  t.target_passes = run.result.tokens.empty() ? 0 : after.steps - run.steps_at_first_token;
+  t.drafted = after.drafted_tokens - before.drafted_tokens;
+  t.accepted = after.accepted_tokens - before.accepted_tokens;
+  t.draft_rows = after.draft_model_tokens - before.draft_model_tokens;
+  return std::move(run.result);
 }
 
 }  // namespace ember

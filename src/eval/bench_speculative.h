@@ -8,14 +8,15 @@
 // Every repetition starts from empty caches and prefills the prompt (target, and a draft
 // model in its prompt phase) outside the timed part; the timed part is the generation
 // (GenerationStats::generation_ms: from the end of the prompt phase to the N-th token),
-// sampling included in both. The speculative run starts with a fresh cost model, as a new
-// `ember run` does, so its learning rounds are in the time. Plain and speculative runs
+// sampling included in both. The speculative run starts with a fresh acceptance gate, as a
+// new `ember run` does, so its learning rounds are in the time. Plain and speculative runs
 // alternate so that a change of machine load hits both.
 #pragma once
 #include <cstdint>
 #include <span>
 
-#include "engine/draft_setup.h"
+#include "engine/draft/draft_setup.h"
+#include "engine/session.h"
 #include "eval/bench_report.h"
 
 namespace ember::eval {
@@ -32,10 +33,11 @@ struct SpeculativeBenchResult {
   BenchSpeculative summary;
 };
 
-// `plain` and `spec` decode with the same target context and a greedy sampler; end-of-
-// generation tokens are banned so every run yields n_gen tokens. Throws Error(InvalidArgument)
-// when the prompt and n_gen do not fit the context.
-SpeculativeBenchResult run_speculative_bench(Generator& plain, DraftRunner& spec, std::span<const int32_t> prompt,
-                                             const SpeculativeBenchOptions& options);
+// Both runs go through `session` (a greedy sampler; a draft model's context when `draft`
+// names one), with and without `draft`'s drafting; end-of-generation tokens are banned so
+// every run yields n_gen tokens. Throws Error(InvalidArgument) when the prompt and n_gen do
+// not fit the context.
+SpeculativeBenchResult run_speculative_bench(Session& session, const DraftOptions& draft,
+                                             std::span<const int32_t> prompt, const SpeculativeBenchOptions& options);
 
 }  // namespace ember::eval

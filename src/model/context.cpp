@@ -194,15 +194,16 @@ std::span<const float> Context::decode(const Batch& batch) {
   return {logits_.data(), n_out * hp.n_vocab};
 }
 
+int Context::kv_shift(int seq) {
+  const int n_discard = std::max(1, (kv_->n_tokens(seq) - opts_.n_keep) / 2);
+  const Hparams& hp = model_.hparams();
+  kv_->shift(seq, opts_.n_keep, n_discard, hp.head_dim, [&](int il) { return rope_params(hp, il); });
+  return n_discard;
+}
+
 int Context::shift_if_needed(int seq, int n_new) {
   int shifted = 0;
-  while (kv_->n_tokens(seq) + n_new > n_ctx_) {
-    const int n_past = kv_->n_tokens(seq);
-    const int n_discard = std::max(1, (n_past - opts_.n_keep) / 2);
-    const Hparams& hp = model_.hparams();
-    kv_->shift(seq, opts_.n_keep, n_discard, hp.head_dim, [&](int il) { return rope_params(hp, il); });
-    shifted += n_discard;
-  }
+  while (kv_->n_tokens(seq) + n_new > n_ctx_) shifted += kv_shift(seq);
   return shifted;
 }
 

@@ -180,6 +180,9 @@ class Context {
   void kv_rollback(int seq, int n_tokens);     // forget the last n_tokens of seq
   int kv_next_pos(int seq) const;              // position the next token of seq gets
   int kv_n_tokens(int seq) const;              // tokens currently held for seq
+  // One context shift of seq, as ContextPolicy::Shift does it: drops the oldest
+  // (n_tokens - n_keep) / 2 tokens after the first n_keep (at least one); returns how many.
+  int kv_shift(int seq);
   // Gives an empty seq the cached KV blocks that hold the start of `tokens` (whole blocks,
   // at least one token left to decode); returns how many tokens it now holds.
   int kv_attach_prefix(int seq, std::span<const int32_t> tokens);

@@ -28,7 +28,7 @@ SequenceRequest prepare(const ServedModel& model, const ApiRequest& r) {
 std::shared_ptr<ResponseStream> queue(const ServedModel& model, const ApiRequest& r, Clock::time_point arrival) {
   SequenceRequest s = prepare(model, r);
   auto stream = std::make_shared<ResponseStream>(static_cast<int>(s.prompt.size()));
-  switch (model.engine->submit(std::move(s), r.completion.stop, stream, arrival)) {
+  switch (model.engine->submit(std::move(s), stream, arrival)) {
     case ServingEngine::Admission::Queued: return stream;
     case ServingEngine::Admission::QueueFull:
       throw ApiError(503, "server_error", "the server's queue is full; retry later", "", "queue_full");

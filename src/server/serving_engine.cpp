@@ -20,14 +20,18 @@ ServingEngine::ServingEngine(Context& ctx, const Tokenizer& tok, const EngineOpt
 }
 
 std::unique_ptr<Scheduler> ServingEngine::make_scheduler() {
-  return std::make_unique<Scheduler>(ctx_, opts_.scheduler,
-                                     Scheduler::Events{[this](int id, int32_t token) { on_token(id, token); },
-                                                       [this](int id, FinishReason reason) { on_finish(id, reason); },
-                                                       [this](int id, const TokenLogprobs& lp) {
-                                                         Active& a = active_.at(id);
-                                                         a.have_logprobs = true;
-                                                         a.logprobs = lp;
-                                                       }});
+  Scheduler::Events events;
+  events.on_token = [this](int id, int32_t) { on_token(id); };
+  events.on_text = [this](int id, std::string_view text) { on_text(id, text); };
+  events.on_finish = [this](int id, const SequenceEnd& end) { on_finish(id, end.reason); };
+  events.on_logprobs = [this](int id, const TokenLogprobs& lp) {
+    Active& a = active_.at(id);
+    a.have_logprobs = true;
+    a.logprobs = lp;
+  };
+  SchedulerOptions options = opts_.scheduler;
+  options.tokenizer = &tok_;
+  return std::make_unique<Scheduler>(ctx_, options, std::move(events));
 }
 
 ServingEngine::~ServingEngine() {
@@ -39,13 +43,13 @@ ServingEngine::~ServingEngine() {
   if (thread_.joinable()) thread_.join();
 }
 
-ServingEngine::Admission ServingEngine::submit(SequenceRequest request, std::vector<std::string> stops,
-                                               std::shared_ptr<ResponseStream> stream, Clock::time_point arrival) {
+ServingEngine::Admission ServingEngine::submit(SequenceRequest request, std::shared_ptr<ResponseStream> stream,
+                                               Clock::time_point arrival) {
   {
     std::lock_guard lock(mu_);
     if (!accepting_) return Admission::ShuttingDown;
     if (queued_submits_ + snapshot_.waiting + snapshot_.running >= capacity_) return Admission::QueueFull;
-    inbox_.push_back(Command{false, std::move(request), std::move(stops), std::move(stream), arrival});
+    inbox_.push_back(Command{false, std::move(request), std::move(stream), arrival});
     queued_submits_ += 1;
     idle_now_ = false;
   }
@@ -56,7 +60,7 @@ ServingEngine::Admission ServingEngine::submit(SequenceRequest request, std::vec
 void ServingEngine::cancel(const std::shared_ptr<ResponseStream>& stream) {
   {
     std::lock_guard lock(mu_);
-    inbox_.push_back(Command{true, {}, {}, stream, {}});
+    inbox_.push_back(Command{true, {}, stream, {}});
   }
   wake_.notify_all();
 }
@@ -109,14 +113,14 @@ void ServingEngine::apply(Command& c) {
     c.request.draft = opts_.draft;
     const int id = sched_->submit(std::move(c.request));
     id_of_[c.stream.get()] = id;
-    active_.emplace(id, Active{c.stream, GeneratedText(tok_, std::move(c.stops)), c.arrival, c.arrival});
+    active_.emplace(id, Active{c.stream, c.arrival, c.arrival});
   } catch (const Error& e) {  // checked before it was queued: only a bug lands here
     fmt::print(stderr, "serve: a request was refused after it was queued: {}\n", e.what());
     c.stream->finish("error");
   }
 }
 
-void ServingEngine::on_token(int id, int32_t token) {
+void ServingEngine::on_token(int id) {
   Active& a = active_.at(id);
   const Clock::time_point now = Clock::now();
   const double since = std::chrono::duration<double>(now - (a.tokens == 0 ? a.arrival : a.last)).count();
@@ -124,20 +128,21 @@ void ServingEngine::on_token(int id, int32_t token) {
   else metrics_.observe_itl(since);
   a.last = now;
   a.tokens += 1;
-  const bool was_stopped = a.text.stopped();
-  const std::string text = a.text.push(token);
-  a.stream->deliver(text, a.have_logprobs && !was_stopped ? &a.logprobs : nullptr, !was_stopped);
-  a.have_logprobs = false;
-  if (a.text.stopped() && !was_stopped) sched_->cancel(id);
+  a.new_token = true;
+}
+
+// A token's text (it follows on_token), or what was held back, just before on_finish.
+void ServingEngine::on_text(int id, std::string_view text) {
+  Active& a = active_.at(id);
+  if (!a.new_token && text.empty()) return;
+  a.stream->deliver(text, a.have_logprobs && a.new_token ? &a.logprobs : nullptr, a.new_token);
+  a.have_logprobs = a.new_token = false;
 }
 
 void ServingEngine::on_finish(int id, FinishReason reason) {
   auto it = active_.find(id);
   Active& a = it->second;
-  const std::string text = a.text.finish();
-  if (!text.empty()) a.stream->deliver(text, nullptr, false);
-  const char* name = a.text.stopped() ? "stop" : finish_reason_name(reason);
-  a.stream->finish(name);
+  a.stream->finish(finish_reason_name(reason));
   id_of_.erase(a.stream.get());
   active_.erase(it);
 }

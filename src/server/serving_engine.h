@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "engine/scheduler.h"
-#include "engine/stop_strings.h"
 #include "server/metrics.h"
 #include "server/response_stream.h"
 #include "tokenizer/tokenizer.h"
@@ -36,8 +35,7 @@ class ServingEngine {
   ~ServingEngine();  // cancels what is left and joins the thread
 
   // `request` must pass check_request(limits()). `arrival` starts its TTFT.
-  Admission submit(SequenceRequest request, std::vector<std::string> stops, std::shared_ptr<ResponseStream> stream,
-                   Clock::time_point arrival);
+  Admission submit(SequenceRequest request, std::shared_ptr<ResponseStream> stream, Clock::time_point arrival);
   // Ends the stream's sequence at the next step (a client went away).
   void cancel(const std::shared_ptr<ResponseStream>& stream);
   // SIGTERM: refuse new requests; then let the running ones finish, or cancel them.
@@ -50,16 +48,15 @@ class ServingEngine {
   struct Command {
     bool cancel = false;
     SequenceRequest request;
-    std::vector<std::string> stops;
     std::shared_ptr<ResponseStream> stream;
     Clock::time_point arrival;
   };
-  // A request in the scheduler: its text so far and its timing.
+  // A request in the scheduler: its stream and its timing.
   struct Active {
     std::shared_ptr<ResponseStream> stream;
-    GeneratedText text;
     Clock::time_point arrival, last;
     int tokens = 0;
+    bool new_token = false;  // on_token came, its text not yet delivered
     bool have_logprobs = false;
     TokenLogprobs logprobs;
   };
@@ -67,7 +64,8 @@ class ServingEngine {
   std::unique_ptr<Scheduler> make_scheduler();
   void loop();
   void apply(Command& c);
-  void on_token(int id, int32_t token);
+  void on_token(int id);
+  void on_text(int id, std::string_view text);
   void on_finish(int id, FinishReason reason);
   void publish();
   void end_all(const char* reason);

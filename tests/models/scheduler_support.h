@@ -56,7 +56,7 @@ class RandomTraffic {
   using Drafting = std::function<void(SequenceRequest& r, int index, std::mt19937& rng)>;
 
   Scheduler::Events events() {
-    return Scheduler::Events{nullptr, [this](int id, FinishReason) {
+    return Scheduler::Events{nullptr, [this](int id, const SequenceEnd&) {
                                finished_[id] += 1;
                                std::erase(live_, id);
                              }};

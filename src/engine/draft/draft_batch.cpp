@@ -1,8 +1,8 @@
-#include "engine/draft_batch.h"
+#include "engine/draft/draft_batch.h"
 
 #include <algorithm>
 
-#include "engine/draft_model.h"
+#include "engine/draft/draft_draw.h"
 #include "kv/kv_cache.h"
 
 namespace ember {
@@ -87,7 +87,7 @@ void BatchDraft::draw(std::vector<Planned*>& drafting, std::span<const float> lo
   std::erase_if(drafting, [&](Planned* p) {
     const BatchDraftJob& job = *p->job;
     const std::span<const float> r = logits.subspan(row++ * n_vocab, n_vocab);
-    const bool more = draw_draft_token(*job.chain, r, {}, job.eog, id_limit_, scratch_, *job.out);
+    const bool more = draw_draft_token(*job.chain, r, job.banned, job.eog, id_limit_, scratch_, *job.out);
     return !more || static_cast<int>(job.out->tokens.size()) >= job.k;
   });
 }

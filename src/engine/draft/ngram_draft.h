@@ -4,7 +4,7 @@
 // summarising, code) is then verified many tokens per target pass, at no memory cost.
 // Proposals are deterministic (q one-hot), so the rejection rule stays exact.
 #pragma once
-#include "engine/draft_source.h"
+#include "engine/draft/draft_source.h"
 
 namespace ember {
 

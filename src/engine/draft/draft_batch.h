@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/draft_source.h"
+#include "engine/draft/draft_source.h"
 #include "model/model.h"
 #include "sampling/sampler_chain.h"
 
@@ -31,6 +31,7 @@ struct BatchDraftJob {
   int k = 0;                        // tokens to draft after tokens (needs goal == tokens.size()); 0: catch up only
   SamplerChain* chain = nullptr;    // k > 0: the sequence's settings and penalty window, the draft's own rng
   std::span<const int32_t> eog;     // drafting stops after one of these
+  std::span<const int32_t> banned;  // never drafted (the target bans them: --ignore-eos)
   DraftProposal* out = nullptr;     // k > 0: cleared, then the drafted tokens with their q
 };
 

@@ -1,4 +1,4 @@
-#include "engine/ngram_draft.h"
+#include "engine/draft/ngram_draft.h"
 
 #include <algorithm>
 

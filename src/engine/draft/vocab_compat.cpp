@@ -1,4 +1,4 @@
-#include "engine/vocab_compat.h"
+#include "engine/draft/vocab_compat.h"
 
 #include <algorithm>
 

@@ -24,79 +24,18 @@
 #pragma once
 #include <cstdint>
 #include <span>
-#include <string>
 #include <vector>
 
-#include "engine/draft_length.h"
-#include "engine/draft_source.h"
-#include "engine/session.h"
+#include "engine/draft/draft_source.h"
 
 namespace ember {
 
 class Context;
-class Tokenizer;
 class SamplerChain;
-
-struct SpeculativeStats {
-  int rounds = 0;          // target passes after the prompt (plain steps included)
-  int draft_rounds = 0;    // of those, with at least one drafted token
-  int drafted = 0;         // tokens proposed
-  int accepted = 0;        // of those, accepted
-  double draft_ms = 0;     // time in the draft source
-  double verify_ms = 0;    // time in target passes
-  int off_rounds = 0;      // rounds where the controller had drafting switched off
-
-  double acceptance_rate() const { return drafted ? static_cast<double>(accepted) / drafted : 0.0; }
-  double mean_accepted() const { return draft_rounds ? static_cast<double>(accepted) / draft_rounds : 0.0; }
-  // Generated tokens per target pass (1.0 = plain decoding).
-  double tokens_per_pass(int generated) const { return rounds ? static_cast<double>(generated) / rounds : 0.0; }
-};
-
-struct SpeculativeResult {
-  GenerationResult generation;
-  SpeculativeStats spec;
-};
 
 // Most rows a verify pass may have so that its logits are bitwise those of single steps
 // (see above): 32 / (query heads per KV head), at least 1.
 int max_verify_rows(const Context& target);
-
-// `options` with costly_source set from the source (probing a draft model costs a catch-up).
-DraftLengthOptions with_source(DraftLengthOptions options, const DraftSource& source);
-
-class SpeculativeDecoder {
- public:
-  SpeculativeDecoder(Context& target, const Tokenizer& tok, SamplerChain& sampler, DraftSource& draft,
-                     const DraftLengthOptions& length);
-
-  // As Session::generate (same prompt-prefix reuse, stop rules, streamed text and final
-  // cache contents), with speculative rounds in between.
-  SpeculativeResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
-                             const Generator::TextSink& on_text);
-
-  const std::vector<int32_t>& cached_tokens() const { return cached_; }
-  // Empties the target's KV cache (a draft model's cache follows by itself: it keeps the
-  // longest prefix it shares with the next context).
-  void clear();
-  // As a new decoder: empty caches (the draft's too) and a fresh cost model.
-  void restart();
-  const DraftLength& draft_length() const { return length_; }
-
- private:
-  bool prefill(std::span<const int32_t> tokens, GenerationStats& stats);
-  void follow_shift(GenerationStats& stats);
-  std::span<const float> row(size_t i) const;  // logits row i of the last pass (masked)
-
-  Context& ctx_;
-  const Tokenizer& tok_;
-  SamplerChain& sampler_;
-  DraftSource& draft_;
-  DraftLengthOptions length_options_;
-  DraftLength length_;
-  std::vector<int32_t> cached_;     // what the target's KV cache holds
-  std::vector<float> logits_;       // rows of the last pass, banned tokens masked
-  size_t n_vocab_ = 0;
-};
 
 // The rejection rule for one drafted token, exposed for tests: accept x with probability
 // min(1, p(x)/q(x)) using uniform u in [0, 1). q_x = 1 for deterministic drafts.
@@ -106,8 +45,8 @@ inline bool accept_draft(double p_x, double q_x, double u) { return u * q_x < p_
 // predicts it, by the rule above: accepted (token = x), or rejected with the token drawn in
 // its place from the residual (the round ends there). Draws from sampler.rng() and does not
 // accept() anything into the chain: the caller does, for the token it emits. q_dense:
-// n_vocab zeros, scratch that is left zeroed. Shared by SpeculativeDecoder and the
-// continuous-batching scheduler (scheduler.h), so both keep the same exact rule.
+// n_vocab zeros, scratch that is left zeroed. The scheduler (scheduler.h) verifies every
+// draft with it.
 struct DraftVerdict {
   bool accepted = false;
   int32_t token = 0;
