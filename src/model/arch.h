@@ -5,6 +5,7 @@
 #pragma once
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "model/model.h"
 
@@ -14,6 +15,17 @@ namespace gguf { class File; }
 class TensorBinder;
 class Step;
 
+// How one layer attends, where families differ. The pre-norm families attend over the whole
+// context with the file's RoPE (default_attention); gemma3's local layers set their own.
+struct LayerAttention {
+  int window = 0;                 // tokens; sliding window (0 = the whole context)
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;   // linear scaling: 1/rope.scaling.factor
+  float scale = 0.0f;             // q.k scale
+  float softcap = 0.0f;           // tanh soft-cap of the attention scores (0 = none)
+};
+LayerAttention default_attention(const Hparams& hp);  // whole context, 1/sqrt(head_dim)
+
 // An architecture's bound weights and its forward pass over one ubatch.
 struct ArchModel {
   virtual ~ArchModel() = default;
@@ -21,6 +33,7 @@ struct ArchModel {
   // rows the step asks for. Reads and writes the KV cache through the step, and calls
   // step.begin_layer(il) as each layer begins (a split model changes device there).
   virtual void forward(Step& step) const = 0;
+  std::vector<LayerAttention> attention;  // [n_layer], filled by the family's bind
 };
 
 struct ArchInfo {

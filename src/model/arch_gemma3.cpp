@@ -17,7 +17,8 @@
 // Keys:    gemma3.{context_length, embedding_length, block_count, feed_forward_length,
 //          attention.head_count, attention.head_count_kv, attention.key_length,
 //          attention.value_length, attention.layer_norm_rms_epsilon, attention.sliding_window,
-//          rope.freq_base, rope.scaling.type/factor}
+//          rope.freq_base, rope.scaling.type/factor}; the window and soft-caps are Gemma's
+//          own (Gemma3Params), read here rather than into the shared Hparams.
 #include <cmath>
 
 #include "gguf/gguf.h"
@@ -33,6 +34,36 @@ namespace {
 constexpr int kSwaPattern = 6;          // every 6th layer is global
 constexpr float kLocalRopeBase = 10000.0f;
 
+// Gemma 3's hyperparameters beyond the shared Hparams.
+struct Gemma3Params {
+  int n_swa = 0;               // tokens; sliding window of the local layers (0: every layer global)
+  float attn_softcap = 0.0f;   // tanh soft-cap of attention scores (0 = none)
+  float final_softcap = 0.0f;  // tanh soft-cap of output logits (0 = none)
+};
+
+Gemma3Params read_gemma3_params(const gguf::File& file, const Hparams& hp) {
+  Gemma3Params p;
+  // Without a sliding window (key absent or 0) every layer is global, as llama.cpp does.
+  p.n_swa = static_cast<int>(arch_u32(file, hp, "attention.sliding_window").value_or(0));
+  p.final_softcap = arch_f32(file, hp, "final_logit_softcapping").value_or(0.0f);
+  p.attn_softcap = arch_f32(file, hp, "attn_logit_softcapping").value_or(0.0f);
+  return p;
+}
+
+LayerAttention layer_attention(const Hparams& hp, const Gemma3Params& p, int il) {
+  LayerAttention a = default_attention(hp);
+  // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim).
+  const bool is_27b = hp.n_layer == 62;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? hp.n_embd / hp.n_head : hp.head_dim));
+  a.softcap = p.attn_softcap;
+  if (p.n_swa > 0 && (il + 1) % kSwaPattern != 0) {  // local: own RoPE base, no scaling
+    a.window = p.n_swa;
+    a.rope_freq_base = kLocalRopeBase;
+    a.rope_freq_scale = 1.0f;
+  }
+  return a;
+}
+
 struct Gemma3 final : ArchModel {
   struct Layer {
     const float* attn_norm;       // [n_embd]
@@ -46,6 +77,7 @@ struct Gemma3 final : ArchModel {
   std::vector<Layer> layers;
   const float* output_norm = nullptr;
   MatView output;
+  float final_softcap = 0.0f;  // Gemma3Params::final_softcap
 
   void forward(Step& s) const override {
     // x = token_embd[tokens] * sqrt(n_embd)
@@ -64,26 +96,17 @@ struct Gemma3 final : ArchModel {
       s.rms_norm(s.out, L.ffn_post_norm, s.cur);
       s.add(s.x, s.cur);
     }
-    s.logits(output_norm, output, s.hp.final_softcap);
+    s.logits(output_norm, output, final_softcap);
   }
 };
 
-void read_hparams(const gguf::File& file, Hparams& hp) {
-  hp.rope_neox = true;
-  // Without a sliding window (key absent or 0) every layer is global, as llama.cpp does.
-  hp.n_swa = static_cast<int>(arch_u32(file, hp, "attention.sliding_window").value_or(0));
-  for (int il = 0; il < hp.n_layer; ++il) hp.layer_swa[il] = hp.n_swa > 0 && (il + 1) % kSwaPattern != 0;
-  hp.rope_freq_base_swa = kLocalRopeBase;
-  hp.rope_freq_scale_swa = 1.0f;
-  // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim).
-  const bool is_27b = hp.n_layer == 62;
-  hp.attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? hp.n_embd / hp.n_head : hp.head_dim));
-  hp.final_softcap = arch_f32(file, hp, "final_logit_softcapping").value_or(0.0f);
-  hp.attn_softcap = arch_f32(file, hp, "attn_logit_softcapping").value_or(0.0f);
-}
+void read_hparams(const gguf::File&, Hparams& hp) { hp.rope_neox = true; }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
   auto m = std::make_unique<Gemma3>();
+  const Gemma3Params p = read_gemma3_params(b.file(), hp);
+  m->final_softcap = p.final_softcap;
+  for (int il = 0; il < hp.n_layer; ++il) m->attention.push_back(layer_attention(hp, p, il));
   m->tok_embd = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
   m->layers.resize(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {
