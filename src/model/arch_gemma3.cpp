@@ -19,10 +19,13 @@
 //          attention.value_length, attention.layer_norm_rms_epsilon, attention.sliding_window,
 //          rope.freq_base, rope.scaling.type/factor}; the window and soft-caps are Gemma's
 //          own (Gemma3Params), read here rather than into the shared Hparams.
+// Hugging Face: Gemma3ForCausalLM, Gemma3ForConditionalGeneration (its language model);
+//          norm weights shifted by +1 (see above).
 #include <cmath>
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
+#include "model/block_tensors.h"
 #include "model/hparams.h"
 #include "model/layers.h"
 #include "model/weights.h"
@@ -123,8 +126,30 @@ std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
   return m;
 }
 
+// Sandwich norms: HF's post_attention_layernorm follows the attention here, and the norm
+// before the FFN is its own.
+constexpr BlockTensor kPostAttnNorm{"post_attention_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
+                                    "post_attention_layernorm.weight"};
+constexpr BlockTensor kPreFfnNorm{"ffn_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
+                                  "pre_feedforward_layernorm.weight"};
+constexpr BlockTensor kPostFfnNorm{"post_ffw_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
+                                   "post_feedforward_layernorm.weight"};
+using namespace block;
+constexpr BlockTensor kBlock[] = {kAttnNorm,   kAttnQ,        kAttnK,      kAttnV,   kAttnQNorm,
+                                  kAttnKNorm,  kAttnOutput,   kPostAttnNorm, kPreFfnNorm, kFfnGate,
+                                  kFfnUp,      kFfnDown,      kPostFfnNorm};
+constexpr const char* kHfClasses[] = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"};
+
 }  // namespace
 
-extern const ArchInfo kArchGemma3{"gemma3", read_hparams, bind};
+extern const ArchInfo kArchGemma3{
+    .name = "gemma3",
+    .read_hparams = read_hparams,
+    .bind = bind,
+    .file = {.block = kBlock, .writes_head_size = true},
+    .defaults = {.rope_base = 1000000.0f, .rms_eps = 1e-6f, .sliding_window = 512, .tied_embeddings = true},
+    // Gemma's RMSNorm computes x * (1 + w) from HF's w; the GGUF holds 1 + w.
+    .hf = {.classes = kHfClasses, .norm_shift = 1.0f},
+};
 
 }  // namespace ember
