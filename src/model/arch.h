@@ -2,8 +2,9 @@
 // defines an ArchInfo holding everything about the family: how to read its hyperparameters
 // from GGUF metadata, which tensors it binds and its forward pass (inference); what a GGUF
 // of the family holds (keys, per-block tensors and their shapes), how a Hugging Face
-// checkpoint maps onto it (`convert`) and the shape `synth` gives it. convert/ and synth/
-// read these records and restate no family; arch_registry.cpp lists them. A new dense family is one new file plus one line
+// checkpoint maps onto it (`convert`), the shape `synth` gives it and its quantization
+// rules (`quantize`). convert/, synth/ and quantize/ read these records and restate no
+// family; arch_registry.cpp lists them. A new dense family is one new file plus one line
 // there.
 #pragma once
 #include <cstdint>
@@ -72,6 +73,17 @@ struct BlockTensor {
   const char* hf_name;  // e.g. "self_attn.q_proj.weight"
 };
 
+// Which block tensors the file-type mixes (quantize/mix.h rules 4 and 5) treat as
+// llama.cpp's attn_v and ffn_down, the ones a _M mix gives more bits.
+struct QuantRules {
+  std::span<const char* const> value_tensors;  // attention value projections
+  std::span<const char* const> down_tensors;   // FFN down projections
+};
+// The llama lineage's (every family's so far); an MoE family would add ffn_down_exps.
+inline constexpr const char* kDenseValueTensors[] = {"attn_v.weight"};
+inline constexpr const char* kDenseDownTensors[] = {"ffn_down.weight"};
+inline constexpr QuantRules kDenseQuantRules{kDenseValueTensors, kDenseDownTensors};
+
 struct ArchInfo {
   const char* name;  // general.architecture value
 
@@ -105,6 +117,8 @@ struct ArchInfo {
     bool permute_qk = false;
     float norm_shift = 0.0f;  // added to every norm weight (gemma: HF w, GGUF 1 + w)
   } hf;
+
+  QuantRules quant = kDenseQuantRules;
 };
 
 // The architecture named `name`, or nullptr.

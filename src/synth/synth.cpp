@@ -122,7 +122,7 @@ SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, Thr
   w.set_u32("general.quantization_version", 2);
   copy_tokenizer(vocab, hp.n_vocab, w);
 
-  const quantize::TypePlan plan(opt.type, static_cast<int>(hp.n_layer), !hp.tied_embeddings);
+  const quantize::TypePlan plan(opt.type, static_cast<int>(hp.n_layer), !hp.tied_embeddings, {}, hp.arch->quant);
   SynthStats stats;
   for (const TensorSpec& spec : specs) {
     const InitScale scale = init_scale(spec, hp);
