@@ -135,9 +135,8 @@ constexpr BlockTensor kPreFfnNorm{"ffn_norm.weight", Dim::Embd, Dim::None, Tenso
 constexpr BlockTensor kPostFfnNorm{"post_ffw_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
                                    "post_feedforward_layernorm.weight"};
 using namespace block;
-constexpr BlockTensor kBlock[] = {kAttnNorm,   kAttnQ,        kAttnK,      kAttnV,   kAttnQNorm,
-                                  kAttnKNorm,  kAttnOutput,   kPostAttnNorm, kPreFfnNorm, kFfnGate,
-                                  kFfnUp,      kFfnDown,      kPostFfnNorm};
+constexpr BlockTensor kBlock[] = {kAttnNorm,     kAttnQ,      kAttnK,   kAttnV, kAttnQNorm, kAttnKNorm,  kAttnOutput,
+                                  kPostAttnNorm, kPreFfnNorm, kFfnGate, kFfnUp, kFfnDown,   kPostFfnNorm};
 constexpr const char* kHfClasses[] = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"};
 
 }  // namespace

@@ -21,8 +21,8 @@ void read_hparams(const gguf::File&, Hparams& hp) { hp.rope_neox = true; }
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) { return bind_prenorm_decoder(b, hp, true); }
 
 using namespace block;
-constexpr BlockTensor kBlock[] = {kAttnNorm,   kAttnQ,   kAttnK,   kAttnV, kAttnQNorm, kAttnKNorm,
-                                  kAttnOutput, kFfnNorm, kFfnGate, kFfnUp, kFfnDown};
+constexpr BlockTensor kBlock[] = {kAttnNorm,  kAttnQ,      kAttnK,   kAttnV,   kAttnQNorm,
+                                  kAttnKNorm, kAttnOutput, kFfnNorm, kFfnGate, kFfnUp, kFfnDown};
 constexpr const char* kHfClasses[] = {"Qwen3ForCausalLM"};
 
 }  // namespace
