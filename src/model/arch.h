@@ -26,9 +26,9 @@ class Step;
 // context with the file's RoPE (default_attention); gemma3's local layers set their own.
 struct LayerAttention {
   int window = 0;                 // tokens; sliding window (0 = the whole context)
-  float rope_freq_base = 10000.0f;
+  float rope_freq_base = 10000.0f;  // RoPE theta of this layer
   float rope_freq_scale = 1.0f;   // linear scaling: 1/rope.scaling.factor
-  float scale = 0.0f;             // q.k scale
+  float scale = 0.0f;             // multiplies q.k before the softmax
   float softcap = 0.0f;           // tanh soft-cap of the attention scores (0 = none)
 };
 LayerAttention default_attention(const Hparams& hp);  // whole context, 1/sqrt(head_dim)
@@ -118,7 +118,7 @@ struct ArchInfo {
     float norm_shift = 0.0f;  // added to every norm weight (gemma: HF w, GGUF 1 + w)
   } hf;
 
-  QuantRules quant = kDenseQuantRules;
+  QuantRules quant = kDenseQuantRules;  // quantize/mix.h rules 4 and 5
 };
 
 // The architecture named `name`, or nullptr.
