@@ -85,9 +85,9 @@ const std::string& gemma_model() {
     const std::string vocab = dir.file("gemma-vocab.gguf"), out = dir.file("gemma3-synth.gguf");
     write_gemma_vocab(vocab);
     synth::SynthOptions o;
-    o.hp = synth::default_hparams(convert::Arch::Gemma3);
-    o.hp.n_embd = 128, o.hp.n_layer = 1, o.hp.n_head = 2, o.hp.n_head_kv = 1, o.hp.head_dim = 64;
-    o.hp.n_ff = 256, o.hp.n_ctx = 256, o.hp.sliding_window = 16, o.hp.tied_embeddings = true;
+    o.shape = synth::default_shape(require_arch("gemma3"));
+    o.shape.n_embd = 128, o.shape.n_layer = 1, o.shape.n_head = 2, o.shape.n_head_kv = 1, o.shape.head_dim = 64;
+    o.shape.n_ff = 256, o.shape.n_ctx = 256, o.shape.sliding_window = 16, o.shape.tied_embeddings = true;
     o.vocab_path = vocab;
     o.type = quantize::parse_file_type("f16");
     ThreadPool pool(2);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "model/arch.h"
 #include "models/model_support.h"
 #include "util/error.h"
 
@@ -241,11 +242,11 @@ TEST_CASE("hyperparameters are read as the architectures define them") {
   const Hparams& hp = gemma->hparams();
   CHECK(hp.arch == "gemma3");
   CHECK(hp.n_layer == 6);
-  CHECK(hp.n_swa == 24);
-  for (int il = 0; il < 6; ++il) CHECK(hp.is_swa(il) == (il != 5));
+  for (int il = 0; il < 6; ++il) CHECK(gemma->arch().attention[il].window == (il != 5 ? 24 : 0));
   CHECK(hp.rope_neox);
   CHECK(hp.rope_freq_scale == doctest::Approx(0.125));
-  CHECK(hp.rope_freq_base_swa == doctest::Approx(10000));
+  CHECK(gemma->arch().attention[5].rope_freq_scale == doctest::Approx(0.125));
+  CHECK(gemma->arch().attention[0].rope_freq_base == doctest::Approx(10000));
   auto llama = Model::load(tiny_model("llama"), quiet_load());
   CHECK_FALSE(llama->hparams().rope_neox);
   CHECK(llama->hparams().head_dim == 32);

@@ -48,15 +48,15 @@ struct SpecModels {
 
   void synth_small(const std::string& out, int dim, int heads, int kv_heads, uint64_t seed, ThreadPool* pool) {
     synth::SynthOptions o;
-    o.hp = synth::default_hparams(convert::Arch::Llama);
-    o.hp.n_embd = dim;
-    o.hp.n_layer = 2;
-    o.hp.n_head = heads;
-    o.hp.n_head_kv = kv_heads;
-    o.hp.head_dim = 16;
-    o.hp.n_ff = 128;
-    o.hp.n_ctx = 512;
-    o.hp.tied_embeddings = true;
+    o.shape = synth::default_shape(require_arch("llama"));
+    o.shape.n_embd = dim;
+    o.shape.n_layer = 2;
+    o.shape.n_head = heads;
+    o.shape.n_head_kv = kv_heads;
+    o.shape.head_dim = 16;
+    o.shape.n_ff = 128;
+    o.shape.n_ctx = 512;
+    o.shape.tied_embeddings = true;
     o.vocab_path = target_path;  // same 512-token vocabulary as the target
     o.type = quantize::parse_file_type("f32");
     o.seed = seed;

@@ -18,17 +18,17 @@ namespace {
 
 const std::string kVocab = test::shared_path("vocab/ggml-vocab-llama-spm.gguf");
 
-synth::SynthOptions tiny(convert::Arch arch, const char* type) {
+synth::SynthOptions tiny(const std::string& arch, const char* type) {
   synth::SynthOptions o;
-  o.hp = synth::default_hparams(arch);
-  o.hp.n_embd = 256;
-  o.hp.n_layer = 2;
-  o.hp.n_head = 4;
-  o.hp.n_head_kv = 2;
-  o.hp.n_ff = 512;
-  o.hp.n_ctx = 256;
-  if (arch == convert::Arch::Gemma3 || arch == convert::Arch::Qwen3) o.hp.head_dim = 128;  // != 256 / 4
-  if (arch == convert::Arch::Gemma3) o.hp.sliding_window = 16;
+  o.shape = synth::default_shape(require_arch(arch));
+  o.shape.n_embd = 256;
+  o.shape.n_layer = 2;
+  o.shape.n_head = 4;
+  o.shape.n_head_kv = 2;
+  o.shape.n_ff = 512;
+  o.shape.n_ctx = 256;
+  if (arch == "gemma3" || arch == "qwen3") o.shape.head_dim = 128;  // != 256 / 4
+  if (arch == "gemma3") o.shape.sliding_window = 16;
   o.vocab_path = kVocab;
   o.type = quantize::parse_file_type(type);
   o.seed = 7;
@@ -41,15 +41,15 @@ TEST_CASE("synth: every architecture loads and runs a forward pass with sane log
   test::TempDir dir("synth");
   ThreadPool pool(2);
   // Every architecture as Q4_K_M (k-quants, Q6_K mixes, F32 norms); llama also as F16 and Q4_0.
-  for (convert::Arch arch : {convert::Arch::Llama, convert::Arch::Qwen2, convert::Arch::Qwen3, convert::Arch::Gemma3}) {
+  for (const std::string arch : {"llama", "qwen2", "qwen3", "gemma3"}) {
     for (const char* type : {"q4_k_m", "f16", "q4_0"}) {
-      if (arch != convert::Arch::Llama && std::string(type) != "q4_k_m") continue;
-      CAPTURE(convert::arch_name(arch));
+      if (arch != "llama" && std::string(type) != "q4_k_m") continue;
+      CAPTURE(arch);
       CAPTURE(type);
-      const std::string out = dir.file(std::string(convert::arch_name(arch)) + "-" + type + ".gguf");
+      const std::string out = dir.file(arch + "-" + type + ".gguf");
       auto o = tiny(arch, type);
       // Tied embeddings halve the 32000-row work; llama F16 keeps a separate output matrix.
-      o.hp.tied_embeddings = !(arch == convert::Arch::Llama && std::string(type) == "f16");
+      o.shape.tied_embeddings = !(arch == "llama" && std::string(type) == "f16");
       const auto stats = synth::synth_model(o, out, &pool);
       CHECK(stats.n_params > 0);
 
@@ -57,11 +57,11 @@ TEST_CASE("synth: every architecture loads and runs a forward pass with sane log
       std::string problem;
       test::check_written_gguf(f, &problem);
       CHECK(problem == "");
-      CHECK(f.get_string("general.architecture") == convert::arch_name(arch));
+      CHECK(f.get_string("general.architecture") == arch);
       CHECK(f.get_array("tokenizer.ggml.tokens").size() == 32000);
       CHECK(f.get_string("tokenizer.ggml.model") == "llama");
-      for (const auto& spec : convert::tensor_specs([&] {
-             auto hp = o.hp;
+      for (const auto& spec : tensor_specs([&] {
+             auto hp = o.shape;
              hp.n_vocab = 32000;
              return hp;
            }()))
@@ -92,8 +92,8 @@ TEST_CASE("synth: every architecture loads and runs a forward pass with sane log
 
 TEST_CASE("synth: the seed decides the weights, the thread count does not") {
   test::TempDir dir("synth");
-  auto o = tiny(convert::Arch::Llama, "q8_0");
-  o.hp.tied_embeddings = true;
+  auto o = tiny("llama", "q8_0");
+  o.shape.tied_embeddings = true;
   ThreadPool one(1), two(2);
   synth::synth_model(o, dir.file("a.gguf"), &one);
   synth::synth_model(o, dir.file("b.gguf"), &two);
@@ -110,9 +110,9 @@ TEST_CASE("synth: the seed decides the weights, the thread count does not") {
 }
 
 TEST_CASE("synth: values follow the documented scales") {
-  convert::HParams hp = synth::default_hparams(convert::Arch::Llama);
+  ModelShape hp = synth::default_shape(require_arch("llama"));
   hp.n_vocab = 1000;
-  for (const auto& spec : convert::tensor_specs(hp)) {
+  for (const auto& spec : tensor_specs(hp)) {
     if (spec.layer > 0) break;
     const auto scale = synth::init_scale(spec, hp);
     std::vector<float> row(static_cast<size_t>(spec.shape[0]) * 16);
@@ -128,18 +128,18 @@ TEST_CASE("synth: values follow the documented scales") {
     CHECK(sd == doctest::Approx(scale.std).epsilon(0.05));
   }
   // Projections: 1/sqrt(fan_in); residual outputs shrink with depth; norms are 1.
-  convert::TensorSpec q{"blk.0.attn_q.weight", {2048, 2048}, convert::TensorRole::AttnQ, 0};
+  TensorSpec q{"blk.0.attn_q.weight", {2048, 2048}, TensorRole::AttnQ, 0};
   CHECK(synth::init_scale(q, hp).std == doctest::Approx(1.0 / std::sqrt(2048.0)));
-  convert::TensorSpec down{"blk.0.ffn_down.weight", {5632, 2048}, convert::TensorRole::FfnDown, 0};
+  TensorSpec down{"blk.0.ffn_down.weight", {5632, 2048}, TensorRole::FfnDown, 0};
   CHECK(synth::init_scale(down, hp).std == doctest::Approx(1.0 / std::sqrt(5632.0 * 2 * 22)));
 }
 
 TEST_CASE("synth: bad shapes and vocabularies are refused with one clear error") {
   test::TempDir dir("synth");
-  auto o = tiny(convert::Arch::Llama, "f16");
-  o.hp.n_head = 3;  // 256 not divisible by 3
+  auto o = tiny("llama", "f16");
+  o.shape.n_head = 3;  // 256 not divisible by 3
   CHECK_THROWS_AS(synth::synth_model(o, dir.file("x.gguf"), nullptr), Error);
-  o = tiny(convert::Arch::Llama, "f16");
+  o = tiny("llama", "f16");
   o.vocab_path = test::shared_path("models/tok512.bin");
   CHECK_THROWS_AS(synth::synth_model(o, dir.file("x.gguf"), nullptr), Error);
   CHECK_FALSE(std::filesystem::exists(dir.file("x.gguf")));
@@ -150,8 +150,8 @@ TEST_CASE("synth: bad shapes and vocabularies are refused with one clear error")
 
 TEST_CASE("synth: --n-vocab pads the vocabulary with control tokens, a model and tokenizer of that size") {
   test::TempDir dir("synth");
-  auto o = tiny(convert::Arch::Llama, "q8_0");
-  o.hp.tied_embeddings = true;
+  auto o = tiny("llama", "q8_0");
+  o.shape.tied_embeddings = true;
   o.n_vocab = 32013;  // llama-spm holds 32000
   synth::synth_model(o, dir.file("padded.gguf"), nullptr);
   const gguf::File f = gguf::File::open(dir.file("padded.gguf"));

@@ -43,7 +43,7 @@ void add_synth(CLI::App& app) {
   cmd->add_option("--head-dim", f->head_dim, "elements per head (default dim / heads)");
   cmd->add_option("--ff", f->ff, "feed-forward length (default 5632)");
   cmd->add_option("--ctx", f->ctx, "context length (default 2048)");
-  cmd->add_option("--window", f->window, "gemma3 sliding window in tokens (default 512)");
+  cmd->add_option("--window", f->window, "sliding window in tokens, families that have one (gemma3: default 512)");
   cmd->add_flag("--tied", f->tied, "reuse token_embd as the output matrix (default for gemma3)");
   cmd->add_flag("--untied", f->untied, "write a separate output.weight (default for the others)");
   cmd->add_option("--seed", f->seed, "random seed (default 0)");
@@ -52,21 +52,22 @@ void add_synth(CLI::App& app) {
     set_exit_code(guarded("synth", [&] {
       const auto t0 = std::chrono::steady_clock::now();
       synth::SynthOptions o;
-      o.hp = synth::default_hparams(convert::parse_arch(f->arch));
-      if (f->dim) o.hp.n_embd = f->dim;
-      if (f->layers) o.hp.n_layer = f->layers;
-      if (f->heads) o.hp.n_head = f->heads;
-      if (f->kv_heads) o.hp.n_head_kv = f->kv_heads;
-      if (f->head_dim) o.hp.head_dim = f->head_dim;
-      if (f->ff) o.hp.n_ff = f->ff;
-      if (f->ctx) o.hp.n_ctx = f->ctx;
+      o.shape = synth::default_shape(require_arch(f->arch));
+      if (f->dim) o.shape.n_embd = f->dim;
+      if (f->layers) o.shape.n_layer = f->layers;
+      if (f->heads) o.shape.n_head = f->heads;
+      if (f->kv_heads) o.shape.n_head_kv = f->kv_heads;
+      if (f->head_dim) o.shape.head_dim = f->head_dim;
+      if (f->ff) o.shape.n_ff = f->ff;
+      if (f->ctx) o.shape.n_ctx = f->ctx;
       if (f->window >= 0) {
-        if (o.hp.arch != convert::Arch::Gemma3) fail(ErrorKind::InvalidArgument, "--window applies to gemma3 only");
-        o.hp.sliding_window = f->window;
+        if (o.shape.arch->defaults.sliding_window == 0)
+          fail(ErrorKind::InvalidArgument, "--window: {} has no sliding-window layers", f->arch);
+        o.shape.sliding_window = f->window;
       }
       if (f->tied && f->untied) fail(ErrorKind::InvalidArgument, "--tied and --untied exclude each other");
-      if (f->tied) o.hp.tied_embeddings = true;
-      if (f->untied) o.hp.tied_embeddings = false;
+      if (f->tied) o.shape.tied_embeddings = true;
+      if (f->untied) o.shape.tied_embeddings = false;
       o.vocab_path = f->vocab;
       o.type = quantize::parse_file_type(f->type);
       o.seed = f->seed;
@@ -76,7 +77,7 @@ void add_synth(CLI::App& app) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fmt::print("wrote {}: {} {} x{} dim {} ff {} heads {}/{}, {} tensors, {:.1f} M parameters, {:.2f} MiB "
                  "({:.2f} bits/weight), {:.1f} s\n",
-                 f->out, f->arch, o.type.name, o.hp.n_layer, o.hp.n_embd, o.hp.n_ff, o.hp.n_head, o.hp.n_head_kv,
+                 f->out, f->arch, o.type.name, o.shape.n_layer, o.shape.n_embd, o.shape.n_ff, o.shape.n_head, o.shape.n_head_kv,
                  s.n_tensors, s.n_params / 1e6, s.file_bytes / 1048576.0, 8.0 * s.file_bytes / s.n_params, secs);
       return 0;
     }));

@@ -118,9 +118,9 @@ Llama2cCheckpoint Llama2cCheckpoint::open(const std::string& path) {
   return ck;
 }
 
-HParams Llama2cCheckpoint::hparams() const {
-  HParams hp;
-  hp.arch = Arch::Llama;
+ModelShape Llama2cCheckpoint::shape() const {
+  ModelShape hp;
+  hp.arch = &require_arch("llama");
   hp.n_vocab = cfg_.vocab_size;
   hp.n_embd = cfg_.dim;
   hp.n_ff = cfg_.hidden_dim;
@@ -221,7 +221,7 @@ ConvertStats convert_llama2c(const std::string& model_path, const std::string& t
                              const std::string& out_path, DType type, ThreadPool* pool) {
   const Llama2cCheckpoint ck = Llama2cCheckpoint::open(model_path);
   const Llama2cConfig& c = ck.config();
-  const HParams hp = ck.hparams();
+  const ModelShape hp = ck.shape();
   const Vocab vocab = read_llama2c_tokenizer(tokenizer_path, c.vocab_size);
 
   gguf::Writer w;

@@ -10,8 +10,8 @@
 #include <span>
 #include <string>
 
-#include "convert/arch.h"
 #include "convert/vocab.h"
+#include "model/arch.h"
 #include "tensor/dtype.h"
 #include "util/mmap.h"
 
@@ -38,7 +38,7 @@ class Llama2cCheckpoint {
   static Llama2cConfig parse_config(std::span<const uint8_t> bytes, const std::string& source);
 
   const Llama2cConfig& config() const { return cfg_; }
-  HParams hparams() const;  // llama GGUF hyperparameters (eps 1e-5, RoPE base 10000)
+  ModelShape shape() const;  // the llama GGUF it converts to (eps 1e-5, RoPE base 10000)
 
   // Weight arrays, row-major [rows][cols] as run.c's matmul reads them (cols = input size),
   // which is exactly GGUF's ne = {cols, rows}. `layer` is ignored for global tensors.

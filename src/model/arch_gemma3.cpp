@@ -17,11 +17,15 @@
 // Keys:    gemma3.{context_length, embedding_length, block_count, feed_forward_length,
 //          attention.head_count, attention.head_count_kv, attention.key_length,
 //          attention.value_length, attention.layer_norm_rms_epsilon, attention.sliding_window,
-//          rope.freq_base, rope.scaling.type/factor}
+//          rope.freq_base, rope.scaling.type/factor}; the window and soft-caps are Gemma's
+//          own (Gemma3Params), read here rather than into the shared Hparams.
+// Hugging Face: Gemma3ForCausalLM, Gemma3ForConditionalGeneration (its language model);
+//          norm weights shifted by +1 (see above).
 #include <cmath>
 
 #include "gguf/gguf.h"
 #include "model/arch.h"
+#include "model/block_tensors.h"
 #include "model/hparams.h"
 #include "model/layers.h"
 #include "model/weights.h"
@@ -32,6 +36,36 @@ namespace {
 
 constexpr int kSwaPattern = 6;          // every 6th layer is global
 constexpr float kLocalRopeBase = 10000.0f;
+
+// Gemma 3's hyperparameters beyond the shared Hparams.
+struct Gemma3Params {
+  int n_swa = 0;               // tokens; sliding window of the local layers (0: every layer global)
+  float attn_softcap = 0.0f;   // tanh soft-cap of attention scores (0 = none)
+  float final_softcap = 0.0f;  // tanh soft-cap of output logits (0 = none)
+};
+
+Gemma3Params read_gemma3_params(const gguf::File& file, const Hparams& hp) {
+  Gemma3Params p;
+  // Without a sliding window (key absent or 0) every layer is global, as llama.cpp does.
+  p.n_swa = static_cast<int>(arch_u32(file, hp, "attention.sliding_window").value_or(0));
+  p.final_softcap = arch_f32(file, hp, "final_logit_softcapping").value_or(0.0f);
+  p.attn_softcap = arch_f32(file, hp, "attn_logit_softcapping").value_or(0.0f);
+  return p;
+}
+
+LayerAttention layer_attention(const Hparams& hp, const Gemma3Params& p, int il) {
+  LayerAttention a = default_attention(hp);
+  // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim).
+  const bool is_27b = hp.n_layer == 62;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? hp.n_embd / hp.n_head : hp.head_dim));
+  a.softcap = p.attn_softcap;
+  if (p.n_swa > 0 && (il + 1) % kSwaPattern != 0) {  // local: own RoPE base, no scaling
+    a.window = p.n_swa;
+    a.rope_freq_base = kLocalRopeBase;
+    a.rope_freq_scale = 1.0f;
+  }
+  return a;
+}
 
 struct Gemma3 final : ArchModel {
   struct Layer {
@@ -46,6 +80,7 @@ struct Gemma3 final : ArchModel {
   std::vector<Layer> layers;
   const float* output_norm = nullptr;
   MatView output;
+  float final_softcap = 0.0f;  // Gemma3Params::final_softcap
 
   void forward(Step& s) const override {
     // x = token_embd[tokens] * sqrt(n_embd)
@@ -64,26 +99,17 @@ struct Gemma3 final : ArchModel {
       s.rms_norm(s.out, L.ffn_post_norm, s.cur);
       s.add(s.x, s.cur);
     }
-    s.logits(output_norm, output, s.hp.final_softcap);
+    s.logits(output_norm, output, final_softcap);
   }
 };
 
-void read_hparams(const gguf::File& file, Hparams& hp) {
-  hp.rope_neox = true;
-  // Without a sliding window (key absent or 0) every layer is global, as llama.cpp does.
-  hp.n_swa = static_cast<int>(arch_u32(file, hp, "attention.sliding_window").value_or(0));
-  for (int il = 0; il < hp.n_layer; ++il) hp.layer_swa[il] = hp.n_swa > 0 && (il + 1) % kSwaPattern != 0;
-  hp.rope_freq_base_swa = kLocalRopeBase;
-  hp.rope_freq_scale_swa = 1.0f;
-  // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) instead of 1/sqrt(head_dim).
-  const bool is_27b = hp.n_layer == 62;
-  hp.attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? hp.n_embd / hp.n_head : hp.head_dim));
-  hp.final_softcap = arch_f32(file, hp, "final_logit_softcapping").value_or(0.0f);
-  hp.attn_softcap = arch_f32(file, hp, "attn_logit_softcapping").value_or(0.0f);
-}
+void read_hparams(const gguf::File&, Hparams& hp) { hp.rope_neox = true; }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
   auto m = std::make_unique<Gemma3>();
+  const Gemma3Params p = read_gemma3_params(b.file(), hp);
+  m->final_softcap = p.final_softcap;
+  for (int il = 0; il < hp.n_layer; ++il) m->attention.push_back(layer_attention(hp, p, il));
   m->tok_embd = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
   m->layers.resize(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {
@@ -100,8 +126,29 @@ std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
   return m;
 }
 
+// Sandwich norms: HF's post_attention_layernorm follows the attention here, and the norm
+// before the FFN is its own.
+constexpr BlockTensor kPostAttnNorm{"post_attention_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
+                                    "post_attention_layernorm.weight"};
+constexpr BlockTensor kPreFfnNorm{"ffn_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
+                                  "pre_feedforward_layernorm.weight"};
+constexpr BlockTensor kPostFfnNorm{"post_ffw_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
+                                   "post_feedforward_layernorm.weight"};
+using namespace block;
+constexpr BlockTensor kBlock[] = {kAttnNorm,     kAttnQ,      kAttnK,   kAttnV, kAttnQNorm, kAttnKNorm,  kAttnOutput,
+                                  kPostAttnNorm, kPreFfnNorm, kFfnGate, kFfnUp, kFfnDown,   kPostFfnNorm};
+constexpr const char* kHfClasses[] = {"Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"};
+
 }  // namespace
 
-extern const ArchInfo kArchGemma3{"gemma3", read_hparams, bind};
+extern const ArchInfo kArchGemma3{
+    .name = "gemma3",
+    .read_hparams = read_hparams,
+    .bind = bind,
+    .file = {.block = kBlock, .writes_head_size = true},
+    .defaults = {.rope_base = 1000000.0f, .rms_eps = 1e-6f, .sliding_window = 512, .tied_embeddings = true},
+    // Gemma's RMSNorm computes x * (1 + w) from HF's w; the GGUF holds 1 + w.
+    .hf = {.classes = kHfClasses, .norm_shift = 1.0f},
+};
 
 }  // namespace ember

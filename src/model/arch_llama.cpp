@@ -8,7 +8,10 @@
 // Tensors: token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output (optional
 //          biases), ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output (optional)
 // Forward: PreNormDecoder (decoder.cpp).
+// Hugging Face: LlamaForCausalLM, MistralForCausalLM; Q/K rows permuted (HF half-split
+//          RoPE pairs to the adjacent pairs above).
 #include "gguf/gguf.h"
+#include "model/block_tensors.h"
 #include "model/decoder.h"
 #include "util/error.h"
 
@@ -28,8 +31,19 @@ void read_hparams(const gguf::File& file, Hparams& hp) {
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) { return bind_prenorm_decoder(b, hp, false); }
 
+using namespace block;
+constexpr BlockTensor kBlock[] = {kAttnNorm, kAttnQ, kAttnK, kAttnV, kAttnOutput, kFfnNorm, kFfnGate, kFfnUp, kFfnDown};
+constexpr const char* kHfClasses[] = {"LlamaForCausalLM", "MistralForCausalLM"};
+
 }  // namespace
 
-extern const ArchInfo kArchLlama{"llama", read_hparams, bind};
+extern const ArchInfo kArchLlama{
+    .name = "llama",
+    .read_hparams = read_hparams,
+    .bind = bind,
+    .file = {.block = kBlock, .writes_rope_dims_and_vocab = true},
+    .defaults = {.rope_base = 10000.0f, .rms_eps = 1e-5f},
+    .hf = {.classes = kHfClasses, .permute_qk = true},
+};
 
 }  // namespace ember

@@ -8,7 +8,9 @@
 // Tensors: token_embd, blk.N.{attn_norm, attn_q/k/v (.weight and .bias), attn_output,
 //          ffn_norm, ffn_gate, ffn_up, ffn_down}, output_norm, output (optional)
 // Forward: PreNormDecoder (decoder.cpp), biases added after the projections.
+// Hugging Face: Qwen2ForCausalLM, tensors as they are.
 #include "gguf/gguf.h"
+#include "model/block_tensors.h"
 #include "model/decoder.h"
 
 namespace ember {
@@ -18,8 +20,20 @@ void read_hparams(const gguf::File&, Hparams& hp) { hp.rope_neox = true; }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) { return bind_prenorm_decoder(b, hp, false); }
 
+using namespace block;
+constexpr BlockTensor kBlock[] = {kAttnNorm,  kAttnQ,      kAttnK,   kAttnV,   kAttnQBias, kAttnKBias,
+                                  kAttnVBias, kAttnOutput, kFfnNorm, kFfnGate, kFfnUp,     kFfnDown};
+constexpr const char* kHfClasses[] = {"Qwen2ForCausalLM"};
+
 }  // namespace
 
-extern const ArchInfo kArchQwen2{"qwen2", read_hparams, bind};
+extern const ArchInfo kArchQwen2{
+    .name = "qwen2",
+    .read_hparams = read_hparams,
+    .bind = bind,
+    .file = {.block = kBlock},
+    .defaults = {.rope_base = 1000000.0f, .rms_eps = 1e-6f},
+    .hf = {.classes = kHfClasses},
+};
 
 }  // namespace ember

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "model/arch.h"
+#include "util/error.h"
 
 namespace ember {
 
@@ -16,6 +17,19 @@ static const ArchInfo* const kArchs[] = {&kArchLlama, &kArchQwen2, &kArchQwen3, 
 const ArchInfo* find_arch(std::string_view name) {
   for (const ArchInfo* a : kArchs)
     if (name == a->name) return a;
+  return nullptr;
+}
+
+const ArchInfo& require_arch(std::string_view name) {
+  const ArchInfo* a = find_arch(name);
+  if (!a) fail(ErrorKind::Unsupported, "architecture '{}' is not supported ({})", name, known_archs());
+  return *a;
+}
+
+const ArchInfo* find_arch_by_hf_class(std::string_view hf_class) {
+  for (const ArchInfo* a : kArchs)
+    for (const char* c : a->hf.classes)
+      if (hf_class == c) return a;
   return nullptr;
 }
 

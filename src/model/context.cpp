@@ -24,7 +24,8 @@ size_t kv_row_bytes(DType type, int64_t n) { return dtype_row_bytes(type, n); }
 
 static double mib(size_t b) { return b / 1048576.0; }
 
-static KVCacheConfig kv_config(const Hparams& hp, const ContextOptions& o, int n_ctx, int n_ubatch) {
+static KVCacheConfig kv_config(const Model& model, const ContextOptions& o, int n_ctx, int n_ubatch) {
+  const Hparams& hp = model.hparams();
   KVCacheConfig c;
   c.n_layer = hp.n_layer;
   c.n_seq = o.n_seq;
@@ -37,7 +38,7 @@ static KVCacheConfig kv_config(const Hparams& hp, const ContextOptions& o, int n
   c.n_blocks = o.kv_blocks;
   c.prefix_cache = o.prefix_cache;
   c.window.assign(hp.n_layer, 0);
-  for (int il = 0; il < hp.n_layer; ++il) c.window[il] = hp.is_swa(il) ? hp.n_swa : 0;
+  for (int il = 0; il < hp.n_layer; ++il) c.window[il] = model.arch().attention[il].window;
   return c;
 }
 
@@ -67,7 +68,7 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
   if (pl.device != DeviceKind::Cpu) device_backend_ = make_backend(pl.device, pool);
   Backend& planned = device_backend_ ? *device_backend_ : *host_backend_;
   const bool on_host = !device_backend_;
-  const KVCacheConfig kvc = kv_config(hp, opts_, n_ctx_, opts_.n_ubatch);
+  const KVCacheConfig kvc = kv_config(model, opts_, n_ctx_, opts_.n_ubatch);
   // Offloaded, the plan is the device's: its share of the weights and of the layers' KV.
   plan_.weight_bytes = on_host ? model.weight_bytes() : model.device_weight_bytes();
   plan_.kv_bytes = KVCache::bytes_for(kvc);
@@ -197,7 +198,8 @@ std::span<const float> Context::decode(const Batch& batch) {
 int Context::kv_shift(int seq) {
   const int n_discard = std::max(1, (kv_->n_tokens(seq) - opts_.n_keep) / 2);
   const Hparams& hp = model_.hparams();
-  kv_->shift(seq, opts_.n_keep, n_discard, hp.head_dim, [&](int il) { return rope_params(hp, il); });
+  kv_->shift(seq, opts_.n_keep, n_discard, hp.head_dim,
+             [&](int il) { return rope_params(hp, model_.arch().attention[il]); });
   return n_discard;
 }
 
@@ -231,7 +233,7 @@ void Context::run_ubatch(const Batch& batch, size_t begin, size_t end, float* lo
   in.slots = sc.slots.data();
   in.n_out = n_out;
   in.out_rows = sc.out_rows.data();
-  Step step(model_.hparams(), sc.layers, *kv_, in, logits_out);
+  Step step(model_.hparams(), model_.arch().attention, sc.layers, *kv_, in, logits_out);
   model_.arch().forward(step);
   step.finish();
   std::fill(sc.counts.begin(), sc.counts.end(), 0);

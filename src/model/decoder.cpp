@@ -20,12 +20,13 @@ void PreNormDecoder::forward(Step& s) const {
     s.ffn(L.ffn, Activation::SiLU, s.cur, s.out);
     s.add(s.x, s.out);
   }
-  // logits = output(rms_norm(x) * output_norm)
-  s.logits(output_norm, output, s.hp.final_softcap);
+  // logits = output(rms_norm(x) * output_norm), not soft-capped
+  s.logits(output_norm, output, 0.0f);
 }
 
 std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp, bool qk_norm) {
   auto m = std::make_unique<PreNormDecoder>();
+  m->attention.assign(hp.n_layer, default_attention(hp));
   m->tok_embd = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
   m->layers.resize(hp.n_layer);
   for (int il = 0; il < hp.n_layer; ++il) {

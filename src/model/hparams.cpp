@@ -97,7 +97,6 @@ void read_common_hparams(const gguf::File& file, Hparams& hp) {
   const gguf::TensorInfo* emb = file.find_tensor("token_embd.weight");
   if (!emb) fail(ErrorKind::Format, "{}: required tensor token_embd.weight is missing", file.source());
   hp.n_vocab = require_positive(file, "token_embd.weight rows", emb->ne[1], 1 << 24);
-  hp.layer_swa.assign(hp.n_layer, 0);
 }
 
 }  // namespace ember

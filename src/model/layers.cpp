@@ -44,13 +44,20 @@ MatView bind_output(TensorBinder& b, const Hparams& hp, const MatView& tok_embd)
   return out.data ? out : b.matmul_matrix("token_embd.weight", tok_embd.cols, tok_embd.rows);
 }
 
-RopeParams rope_params(const Hparams& hp, int il) {
+LayerAttention default_attention(const Hparams& hp) {
+  LayerAttention a;
+  a.rope_freq_base = hp.rope_freq_base;
+  a.rope_freq_scale = hp.rope_freq_scale;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+  return a;
+}
+
+RopeParams rope_params(const Hparams& hp, const LayerAttention& a) {
   RopeParams p;
   p.n_rot = hp.n_rot;
   p.neox = hp.rope_neox;
-  const bool swa = hp.is_swa(il);
-  p.freq_base = swa ? hp.rope_freq_base_swa : hp.rope_freq_base;
-  p.freq_scale = swa ? hp.rope_freq_scale_swa : hp.rope_freq_scale;
+  p.freq_base = a.rope_freq_base;
+  p.freq_scale = a.rope_freq_scale;
   return p;
 }
 
@@ -96,8 +103,9 @@ size_t StepBuffers::bytes_for(const Hparams& hp, int n_ub) {
   return floats * sizeof(float);
 }
 
-Step::Step(const Hparams& h, const LayerBackends& placement, KVCache& kv, const StepInputs& in, float* logits)
-    : hp(h), place_(placement), n_(in.n_tokens), n_out_(in.n_out), logits_(logits) {
+Step::Step(const Hparams& h, std::span<const LayerAttention> attention, const LayerBackends& placement, KVCache& kv,
+           const StepInputs& in, float* logits)
+    : hp(h), attention_(attention), place_(placement), n_(in.n_tokens), n_out_(in.n_out), logits_(logits) {
   for (const int il : first_layer_of_each_backend()) {
     if (n_ <= 0 || n_ > placement.buffers[il]->n_ubatch)
       fail(ErrorKind::Internal, "step of {} tokens with buffers for {}", n_, placement.buffers[il]->n_ubatch);
@@ -178,14 +186,14 @@ static void norm_heads(Backend& be, F32Mat in, int head_dim, const float* w, flo
   be.rms_norm(as_view(F32Mat{in.data, head_dim, rows, head_dim}), w, eps, F32Mat{dst.data, head_dim, rows, head_dim});
 }
 
-static AttentionParams attention_params(const Hparams& hp, int il) {
+static AttentionParams attention_params(const Hparams& hp, const LayerAttention& a) {
   AttentionParams ap;
   ap.n_head = hp.n_head;
   ap.n_head_kv = hp.n_head_kv;
   ap.head_dim = hp.head_dim;
-  ap.scale = hp.attn_scale > 0.0f ? hp.attn_scale : 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-  ap.window = hp.is_swa(il) ? hp.n_swa : 0;
-  ap.softcap = hp.attn_softcap;
+  ap.scale = a.scale;
+  ap.window = a.window;
+  ap.softcap = a.softcap;
   return ap;
 }
 
@@ -213,8 +221,8 @@ void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
 
   // RoPE, each token's K/V rows into its slot (taken by the context before the layers
   // ran), then every query row over its own sequence's cache.
-  be_->rope_store_kv(il, q, k, v, hd, rope_params(hp, il));
-  be_->attention(il, as_view(q), attention_params(hp, il), o);
+  be_->rope_store_kv(il, q, k, v, hd, rope_params(hp, attention_[il]));
+  be_->attention(il, as_view(q), attention_params(hp, attention_[il]), o);
 
   // dst = o Wo^T (+ bo)
   be_->matmul(w.wo, as_view(o), dst);

@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/ops.h"
 #include "kv/kv_cache.h"
+#include "model/arch.h"
 #include "model/model.h"
 
 namespace ember {
@@ -64,8 +65,10 @@ class Step {
     std::vector<StepBuffers*> buffers;
   };
   // Begins the ubatch `in` on every backend (the KV slots already taken); logits of the
-  // wanted rows are written to host memory at `logits` (n_out x n_vocab).
-  Step(const Hparams& hp, const LayerBackends& placement, KVCache& kv, const StepInputs& in, float* logits);
+  // wanted rows are written to host memory at `logits` (n_out x n_vocab). `attention` says
+  // how each layer attends (ArchModel::attention).
+  Step(const Hparams& hp, std::span<const LayerAttention> attention, const LayerBackends& placement, KVCache& kv,
+       const StepInputs& in, float* logits);
 
   const Hparams& hp;
   F32Mat x;    // residual stream, n_tokens x n_embd
@@ -105,6 +108,7 @@ class Step {
     F32Mat src, dst;
     const float* w = nullptr;
   } pending_;                            // w == nullptr: none
+  std::span<const LayerAttention> attention_;
   const LayerBackends& place_;
   Backend* be_ = nullptr;
   StepBuffers* buf_ = nullptr;
@@ -114,7 +118,7 @@ class Step {
 };
 
 
-// RoPE parameters of layer il (sliding-window layers may use their own base).
-RopeParams rope_params(const Hparams& hp, int il);
+// RoPE parameters of a layer that attends as `a` (sliding-window layers may use their own base).
+RopeParams rope_params(const Hparams& hp, const LayerAttention& a);
 
 }  // namespace ember

@@ -50,22 +50,11 @@ struct Hparams {
   bool rope_neox = false;    // half-split pairs (qwen2/qwen3/gemma3) vs adjacent pairs (llama)
   float rope_freq_base = 10000.0f;      // global-attention layers
   float rope_freq_scale = 1.0f;         // linear scaling: 1/rope.scaling.factor when type "linear"
-  float rope_freq_base_swa = 10000.0f;  // sliding-window layers (gemma3 local layers)
-  float rope_freq_scale_swa = 1.0f;
-
-  // Attention
-  int n_swa = 0;                  // tokens; sliding window of local layers (0 = none)
-  std::vector<uint8_t> layer_swa; // [n_layer] 1 when the layer uses the sliding window
-  float attn_scale = 0.0f;        // q.k scale; 0 = 1/sqrt(head_dim)
-  float attn_softcap = 0.0f;      // tanh soft-cap of attention scores (0 = none)
-  float final_softcap = 0.0f;     // tanh soft-cap of output logits (0 = none)
-
-  // Embedding
-  float embd_scale = 1.0f;        // multiplies token embeddings (gemma: sqrt(n_embd))
+  // A family's own settings (sliding windows, soft-caps, per-layer RoPE) its file reads
+  // itself; how each layer attends is ArchModel::attention (model/arch.h).
 
   int n_embd_k_gqa() const { return n_head_kv * head_dim; }   // K row elements per token per layer
   int n_embd_v_gqa() const { return n_head_kv * head_dim_v; } // V row elements per token per layer
-  bool is_swa(int layer) const { return !layer_swa.empty() && layer_swa[layer] != 0; }
 };
 
 struct LoadOptions {

@@ -39,6 +39,8 @@ class TensorBinder {
   const float* vector_optional(const std::string& name, int64_t n);
 
   int bound() const { return n_bound_; }
+  // The file being bound: a family reads its own metadata keys from it (arch_gemma3.cpp).
+  const gguf::File& file() const { return file_; }
 
  private:
   const gguf::TensorInfo* lookup(const std::string& name, bool required);

@@ -23,20 +23,31 @@ int layer_of(std::string_view name) {
 
 bool is_float_type(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
+// "<anything>.<one of block_tensors>", as llama.cpp matches tensor names.
+bool names_one_of(std::string_view name, std::span<const char* const> block_tensors) {
+  for (const char* t : block_tensors)
+    if (ends_with(name, std::string(".") + t)) return true;
+  return false;
+}
+
 }  // namespace
 
 bool more_bits(int layer, int n_layer) {
   return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
-TypePlan::TypePlan(FileType file_type, int n_layer, bool has_output, const std::vector<std::string>& file_order)
-    : ft_(std::move(file_type)), n_layer_(n_layer), has_output_(has_output) {
+TypePlan::TypePlan(FileType file_type, int n_layer, bool has_output, const std::vector<std::string>& file_order,
+                   const QuantRules& rules)
+    : ft_(std::move(file_type)), rules_(rules), n_layer_(n_layer), has_output_(has_output) {
   int n_attn_v = 0, n_ffn_down = 0;
   for (const std::string& name : file_order) {
-    if (ends_with(name, ".attn_v.weight")) ordinals_[name] = n_attn_v++;
-    if (ends_with(name, ".ffn_down.weight")) ordinals_[name] = n_ffn_down++;
+    if (is_value(name)) ordinals_[name] = n_attn_v++;
+    if (is_down(name)) ordinals_[name] = n_ffn_down++;
   }
 }
+
+bool TypePlan::is_value(std::string_view name) const { return names_one_of(name, rules_.value_tensors); }
+bool TypePlan::is_down(std::string_view name) const { return names_one_of(name, rules_.down_tensors); }
 
 int TypePlan::ordinal(std::string_view name) const {
   if (auto it = ordinals_.find(name); it != ordinals_.end()) return it->second;
@@ -51,10 +62,10 @@ DType TypePlan::type_for(std::string_view name, const std::vector<int64_t>& shap
   const int i = ordinal(name);
   if (is_output) {
     if (t != DType::Q8_0) t = shape[0] % QK_K == 0 ? DType::Q6_K : DType::Q8_0;     // rule 3
-  } else if (i >= 0 && ends_with(name, ".attn_v.weight")) {
+  } else if (i >= 0 && is_value(name)) {
     if (ft_.mix && more_bits(i, n_layer_)) t = DType::Q6_K;                           // rule 4
     else if (ft_.name == "Q4_K" && i < 4) t = DType::Q5_K;                            // rule 5
-  } else if (i >= 0 && ends_with(name, ".ffn_down.weight")) {
+  } else if (i >= 0 && is_down(name)) {
     if (ft_.mix && more_bits(i, n_layer_)) t = DType::Q6_K;                           // rule 4
     else if (ft_.name == "Q4_K" && i < n_layer_ / 8) t = DType::Q5_K;                 // rule 5
   }

@@ -5,7 +5,8 @@
 //  2. F32 / F16 / BF16 targets: every other tensor takes that type.
 //  3. The output projection (output.weight, or token_embd.weight when the model has no
 //     separate output and ties them) gets Q6_K, except for a Q8_0 target (stays Q8_0).
-//  4. Q4_K_M and Q5_K_M: the i-th attn_v.weight and the i-th ffn_down.weight get Q6_K when
+//  4. Q4_K_M and Q5_K_M: the i-th attn_v.weight and the i-th ffn_down.weight (the tensors
+//     the family's QuantRules name so, model/arch.h) get Q6_K when
 //     more_bits(i, n_layer) holds: the first and last eighth and every third one in between
 //     ((i - n/8) % 3 == 2). Like llama.cpp, i counts these tensors in file order, which is
 //     not the layer number when a file lists blk.10 before blk.2.
@@ -22,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/arch.h"
 #include "quantize/ftype.h"
 
 namespace ember::quantize {
@@ -33,16 +35,21 @@ class TypePlan {
  public:
   // n_layer: transformer blocks; has_output: the model has its own output.weight;
   // file_order: every tensor name in the order the output file stores them (empty: the
-  // order is blk.0, blk.1, ... and the layer number is the ordinal).
-  TypePlan(FileType file_type, int n_layer, bool has_output, const std::vector<std::string>& file_order = {});
+  // order is blk.0, blk.1, ... and the layer number is the ordinal); rules: the family's
+  // (ArchInfo::quant; a file of an unknown family gets the dense families').
+  TypePlan(FileType file_type, int n_layer, bool has_output, const std::vector<std::string>& file_order = {},
+           const QuantRules& rules = kDenseQuantRules);
   // The type for tensor `name` of shape ne0-first.
   DType type_for(std::string_view name, const std::vector<int64_t>& shape) const;
   const FileType& file_type() const { return ft_; }
 
  private:
   int ordinal(std::string_view name) const;  // i of rules 4 and 5
+  bool is_value(std::string_view name) const;  // an attn_v of rules 4 and 5
+  bool is_down(std::string_view name) const;   // an ffn_down of rules 4 and 5
 
   FileType ft_;
+  QuantRules rules_;
   int n_layer_;
   bool has_output_;
   std::map<std::string, int, std::less<>> ordinals_;

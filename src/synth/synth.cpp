@@ -16,28 +16,23 @@
 
 namespace ember::synth {
 
-using convert::Arch;
-using convert::HParams;
-using convert::TensorRole;
-using convert::TensorSpec;
-
-HParams default_hparams(Arch arch) {
-  HParams hp;
-  hp.arch = arch;
-  hp.n_embd = 2048;
-  hp.n_layer = 22;
-  hp.n_head = 32;
-  hp.n_head_kv = 4;
-  hp.n_ff = 5632;
-  hp.n_ctx = 2048;
-  hp.rms_eps = arch == Arch::Llama ? 1e-5f : 1e-6f;
-  hp.rope_base = arch == Arch::Llama ? 10000.0f : 1000000.0f;
-  hp.sliding_window = arch == Arch::Gemma3 ? 512 : 0;
-  hp.tied_embeddings = arch == Arch::Gemma3;  // gemma ties; the others get an output matrix
-  return hp;
+ModelShape default_shape(const ArchInfo& arch) {
+  ModelShape s;
+  s.arch = &arch;
+  s.n_embd = 2048;
+  s.n_layer = 22;
+  s.n_head = 32;
+  s.n_head_kv = 4;
+  s.n_ff = 5632;
+  s.n_ctx = 2048;
+  s.rms_eps = arch.defaults.rms_eps;
+  s.rope_base = arch.defaults.rope_base;
+  s.sliding_window = arch.defaults.sliding_window;
+  s.tied_embeddings = arch.defaults.tied_embeddings;
+  return s;
 }
 
-InitScale init_scale(const TensorSpec& spec, const HParams& hp) {
+InitScale init_scale(const TensorSpec& spec, const ModelShape& hp) {
   const float fan_in = static_cast<float>(spec.fan_in());
   switch (spec.role) {
     case TensorRole::TokenEmbedding:
@@ -112,22 +107,22 @@ SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, Thr
   const gguf::ArrayView* tokens = vocab.find_array("tokenizer.ggml.tokens");
   if (!tokens || tokens->element_type() != gguf::ValueType::STRING || tokens->size() == 0)
     fail(ErrorKind::Format, "{}: no tokenizer.ggml.tokens string array: not a vocabulary GGUF", opt.vocab_path);
-  HParams hp = opt.hp;
+  ModelShape hp = opt.shape;
   hp.n_vocab = static_cast<int64_t>(tokens->size());
   if (opt.n_vocab != 0 && opt.n_vocab < hp.n_vocab)
     fail(ErrorKind::InvalidArgument, "--n-vocab {}: {} already holds {} tokens", opt.n_vocab, opt.vocab_path, hp.n_vocab);
   if (opt.n_vocab > hp.n_vocab) hp.n_vocab = opt.n_vocab;
-  const auto specs = convert::tensor_specs(hp);  // validates hp
+  const auto specs = tensor_specs(hp);  // validates hp
 
   gguf::Writer w;
-  convert::write_hparams(w, hp);
-  w.set_string("general.name", fmt::format("synth-{}-{}x{}", convert::arch_name(hp.arch), hp.n_layer, hp.n_embd));
+  write_hparams(w, hp);
+  w.set_string("general.name", fmt::format("synth-{}-{}x{}", hp.arch->name, hp.n_layer, hp.n_embd));
   w.set_string("general.description", fmt::format("ember synth: random weights, seed {}", opt.seed));
   w.set_u32("general.file_type", opt.type.llama_ftype);
   w.set_u32("general.quantization_version", 2);
   copy_tokenizer(vocab, hp.n_vocab, w);
 
-  const quantize::TypePlan plan(opt.type, static_cast<int>(hp.n_layer), !hp.tied_embeddings);
+  const quantize::TypePlan plan(opt.type, static_cast<int>(hp.n_layer), !hp.tied_embeddings, {}, hp.arch->quant);
   SynthStats stats;
   for (const TensorSpec& spec : specs) {
     const InitScale scale = init_scale(spec, hp);

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "convert/arch.h"
+#include "model/arch.h"
 #include "quantize/ftype.h"
 
 namespace ember {
@@ -16,7 +16,7 @@ class ThreadPool;
 namespace ember::synth {
 
 struct SynthOptions {
-  convert::HParams hp;         // n_vocab is taken from the vocabulary file
+  ModelShape shape;            // n_vocab is taken from the vocabulary file
   std::string vocab_path;      // GGUF whose tokenizer.* keys are copied
   quantize::FileType type = quantize::parse_file_type("f16");
   uint64_t seed = 0;
@@ -25,10 +25,9 @@ struct SynthOptions {
   int64_t n_vocab = 0;
 };
 
-// Shape defaults per architecture: TinyLlama-1.1B's (2048 wide, 22 blocks, 32/4 heads,
-// ff 5632, ctx 2048) with the family's norm epsilon and RoPE base; gemma3 adds a 512-token
-// sliding window.
-convert::HParams default_hparams(convert::Arch arch);
+// TinyLlama-1.1B's shape (2048 wide, 22 blocks, 32/4 heads, ff 5632, ctx 2048) with the
+// family's defaults (ArchInfo::defaults: norm epsilon, RoPE base, sliding window, tied head).
+ModelShape default_shape(const ArchInfo& arch);
 
 // Standard deviation (and mean, for norms) of a tensor's synthetic values:
 //   projections q/k/v/gate/up   1/sqrt(fan_in)              (unit-variance outputs)
@@ -39,7 +38,7 @@ struct InitScale {
   float mean;
   float std;
 };
-InitScale init_scale(const convert::TensorSpec& spec, const convert::HParams& hp);
+InitScale init_scale(const TensorSpec& spec, const ModelShape& shape);
 
 // Row `row` of a tensor with seed `tensor_seed`: n values, approximately normal (sum of four
 // 16-bit uniforms), independent of thread count and of the order rows are produced in.

@@ -1,0 +1,28 @@
+// The block tensors the families share, named as llama.cpp's GGUFs and the Llama lineage's
+// Hugging Face checkpoints name them; each family's block table lists the ones its blocks
+// hold, in its file order, beside any of its own.
+#pragma once
+#include "model/arch.h"
+
+namespace ember::block {
+
+using enum Dim;
+using enum TensorRole;
+
+inline constexpr BlockTensor kAttnNorm{"attn_norm.weight", Embd, None, Norm, "input_layernorm.weight"};
+inline constexpr BlockTensor kAttnQ{"attn_q.weight", Embd, QRows, AttnQ, "self_attn.q_proj.weight"};
+inline constexpr BlockTensor kAttnK{"attn_k.weight", Embd, KvRows, AttnK, "self_attn.k_proj.weight"};
+inline constexpr BlockTensor kAttnV{"attn_v.weight", Embd, KvRows, AttnV, "self_attn.v_proj.weight"};
+inline constexpr BlockTensor kAttnQBias{"attn_q.bias", QRows, None, Bias, "self_attn.q_proj.bias"};
+inline constexpr BlockTensor kAttnKBias{"attn_k.bias", KvRows, None, Bias, "self_attn.k_proj.bias"};
+inline constexpr BlockTensor kAttnVBias{"attn_v.bias", KvRows, None, Bias, "self_attn.v_proj.bias"};
+inline constexpr BlockTensor kAttnQNorm{"attn_q_norm.weight", Head, None, Norm, "self_attn.q_norm.weight"};
+inline constexpr BlockTensor kAttnKNorm{"attn_k_norm.weight", Head, None, Norm, "self_attn.k_norm.weight"};
+inline constexpr BlockTensor kAttnOutput{"attn_output.weight", QRows, Embd, AttnOutput, "self_attn.o_proj.weight"};
+// The norm before the FFN; HF names it after the attention it follows.
+inline constexpr BlockTensor kFfnNorm{"ffn_norm.weight", Embd, None, Norm, "post_attention_layernorm.weight"};
+inline constexpr BlockTensor kFfnGate{"ffn_gate.weight", Embd, Ff, FfnGate, "mlp.gate_proj.weight"};
+inline constexpr BlockTensor kFfnUp{"ffn_up.weight", Embd, Ff, FfnUp, "mlp.up_proj.weight"};
+inline constexpr BlockTensor kFfnDown{"ffn_down.weight", Ff, Embd, FfnDown, "mlp.down_proj.weight"};
+
+}  // namespace ember::block
