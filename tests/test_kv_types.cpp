@@ -1,7 +1,5 @@
 // The KV type table (backend/kv_types.h): what -ctk/-ctv accept and print, and that every row
-// has its CPU store kernel. The CUDA kernels and both attentions go through every row in
-// test_cuda_cpu_rows.cpp, test_cuda_cpu_fused.cpp, test_cuda_cpu_attention.cpp and
-// test_backend_ops_attention.cpp.
+// has its CPU store kernel (the other kernel tests loop over the rows too, see the header).
 #include <doctest/doctest.h>
 
 #include <cctype>

@@ -1,13 +1,17 @@
 // The one table of KV cache types: what -ctk/-ctv accept and print, and the block layout
 // (tensor/dtype.h's dtype_size) that the cache's rows, the store kernels and the attention
-// loaders share. Adding a type is a row here plus its kernels: the CUDA store and load
-// dispatch over this table (kv_type_dispatch), so a row without its kernel specialisations
-// fails to compile; the CPU stores with the reference quantizers and loads through
-// dequantize_row (SIMD where attention_avx2.cpp has a case), and tests/test_kv_types.cpp runs
-// every row through both backends' kernels.
-//
-// It lives beside the KV view (kv_view.h), below both kv/ and the kernels, since the kernels
-// in backend/ and cuda/ check types against it and kv/ builds on backend/.
+// loaders share. Every kernel's type check reads it. Adding a type is a row here plus its
+// kernels:
+//   CUDA store (store_rows.cuh) and load (attention.cuh) dispatch over the rows
+//     (kv_type_dispatch); the store fails to compile for a row without its case, the load
+//     decodes through dequant.cuh;
+//   CPU store is the reference quantizer, load is dequantize_row (AVX2 where
+//     attention_avx2.cpp has a case);
+//   the kernel tests loop over the rows (test_kv_types.cpp, test_cuda_cpu_rows.cpp,
+//     test_cuda_cpu_fused.cpp, test_cuda_cpu_attention.cpp, test_backend_ops_attention.cpp),
+//     so a row whose kernels are missing or wrong fails them.
+// It lives beside the KV view (kv_view.h), below kv/ and the kernels, because the kernels in
+// backend/ and cuda/ read it and kv/ sits above backend/.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
