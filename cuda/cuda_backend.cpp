@@ -11,7 +11,6 @@
 #include "cuda/kernel_api.h"
 #include "cuda/step_graphs.h"
 #include "cuda/step_staging.h"
-#include "kv/kv_cache.h"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -60,7 +59,7 @@ class CudaBackend final : public Backend {
   // Workspaces grow on first use to what the shapes need (a few MiB at most).
   size_t scratch_bytes(int, int) const override { return 0; }
 
-  void begin_step(KVCache& kv, const StepInputs& in) override;
+  void begin_step(const StepKV& kv, const StepInputs& in) override;
   void end_step() override;
   void embed(const MatView& table, float scale, F32Mat x) override {
     if (replayed(Op::Embed, table, x, scale)) return;
@@ -189,7 +188,7 @@ class CudaBackend final : public Backend {
   uint64_t generation_ = 0;  // counts reallocations of memory a graph may point to
   StepGraphs graphs_;
   GrowingBuffer step_ints_, matmul_ws_, normed_q8_, attention_ws_, logits_, rerope_;
-  KVCache* kv_ = nullptr;
+  const StepKV* kv_ = nullptr;
   StagedStep step_;
   const int32_t* dev_step_ = nullptr;  // step_.ints on the device
   F32Mat pending_logits_{};
@@ -199,7 +198,7 @@ class CudaBackend final : public Backend {
 // Uploads everything the step's kernels index by in one copy, then lets the step graphs
 // decide: run, capture or replay. Graphs only when every layer's KV lives here (a split
 // model moves activations through the host mid-step).
-void CudaBackend::begin_step(KVCache& kv, const StepInputs& in) {
+void CudaBackend::begin_step(const StepKV& kv, const StepInputs& in) {
   graphs_.abandon();  // a step that failed half way
   kv_ = &kv;
   pending_host_ = nullptr;
@@ -207,7 +206,7 @@ void CudaBackend::begin_step(KVCache& kv, const StepInputs& in) {
   const size_t bytes = std::max<size_t>(step_.ints.size(), 1) * sizeof(int32_t);
   dev_step_ = static_cast<const int32_t*>(step_ints_.reserve(bytes));
   rt_.upload(const_cast<int32_t*>(dev_step_), step_.ints.data(), step_.ints.size() * sizeof(int32_t), stream_);
-  if (kv.all_layers_on(this))
+  if (kv.all_layers_in(this))
     graphs_.begin(step_.shape, generation_);
 }
 
@@ -222,19 +221,19 @@ void CudaBackend::end_step() {
 
 void CudaBackend::rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) {
   if (replayed(Op::RopeStoreKV, layer, q, k, v, head_dim)) return;
-  const KVView view = kv_->view(layer, 0);  // the layer's storage (any sequence's view names it)
-  const int32_t* rows = dev_ints(step_.kv_rows[kv_->group_of(layer)]);
+  const KVLayerStorage& s = kv_->layers[layer];
+  const int32_t* rows = dev_ints(step_.kv_rows[s.group]);
   const int32_t* pos = dev_ints(step_.pos);
   k_.rope(q, head_dim, pos, p, stream_);
-  k_.rope_store_rows(k, head_dim, pos, p, view.k_type, const_cast<void*>(view.k), view.k_row_bytes, rows, stream_);
-  k_.store_rows(as_view(v), view.v_type, const_cast<void*>(view.v), view.v_row_bytes, rows, stream_);
+  k_.rope_store_rows(k, head_dim, pos, p, s.k_type, s.k, s.k_row_bytes, rows, stream_);
+  k_.store_rows(as_view(v), s.v_type, s.v, s.v_row_bytes, rows, stream_);
 }
 
 // Every sequence run in one launch, each over its own table; the launch depends on the
 // tables' capacity and the runs' lengths, not on how much of a table a sequence holds.
 void CudaBackend::attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) {
   if (replayed(Op::Attention, layer, q, out)) return;
-  const int g = kv_->group_of(layer);
+  const int g = kv_->layers[layer].group;
   const KVView view = kv_->view(layer, 0);  // the layer's storage (any sequence's view names it)
   const DevKV d = dev_kv(view, dev_ints(step_.group_table(g)), step_.table_blocks, step_.table_stride());
   const DevRuns runs{dev_ints(step_.run_bounds), static_cast<int>(step_.shape.run_lengths.size()), step_.max_run_rows};

@@ -14,7 +14,7 @@
 namespace ember::cuda {
 
 // The keys and values of one layer, as attention reads them from the paged pool
-// (kv/block_pool.h), for a step's sequences: sequence r's table is table + r * table_stride.
+// (backend/kv_view.h), for a step's sequences: sequence r's table is table + r * table_stride.
 // What changes from step to step lives in device memory, in the tables:
 //   table[0] = first_slot, table[1] = n_tokens, table[2 + i] = physical block i;
 // the sequence holds ordinals [first_slot, n_tokens), ordinal o sits in physical row
@@ -45,7 +45,7 @@ struct DevRuns {
   int64_t max_rows = 0;
 };
 
-// The DevKV of a layer's KVView (kv/kv_cache.h; its storage and types) whose sequences'
+// The DevKV of a layer's KVView (backend/kv_view.h; its storage and types) whose sequences'
 // tables (header and room for capacity_blocks blocks each) start at the device array
 // `table`, table_stride ints apart.
 inline DevKV dev_kv(const KVView& v, const int32_t* table, int64_t capacity_blocks, int64_t table_stride) {
@@ -80,7 +80,7 @@ class Kernels {
   virtual void softcap(F32Mat a, float cap, Stream s) const = 0;     // a = cap * tanh(a / cap)
   // out = act(gate) * up, act SiLU or GELU(tanh); out may alias gate or up.
   virtual void glu(bool gelu, const MatView& gate, const MatView& up, F32Mat out, Stream s) const = 0;
-  // Row r of src (f32) written in `type` (F32, F16, Q8_0, Q4_0, as ops::store_row) to
+  // Row r of src (f32) written in `type` (a KV type, backend/kv_types.h, as ops::store_row) to
   // dst + rows[r] * dst_row_bytes; rows is a device array of src.rows row numbers.
   virtual void store_rows(const MatView& src, DType type, void* dst, size_t dst_row_bytes, const int32_t* rows,
                           Stream s) const = 0;

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "cuda/kernel_api.h"
-#include "kv/kv_cache.h"
 #include "util/error.h"
 
 namespace ember::cuda {
@@ -17,24 +16,24 @@ size_t append(std::vector<int32_t>& ints, const int32_t* v, size_t n) {
 
 // DevKV::table of `seq` in `group`: first slot, length, then its blocks, padded with -1 to
 // the capacity (entries past the length are never read).
-void append_table(std::vector<int32_t>& ints, const KVCache& kv, int group, int seq, int capacity) {
-  const std::span<const int32_t> blocks = kv.held_blocks(group, seq);
-  if (blocks.size() > static_cast<size_t>(capacity))
-    fail(ErrorKind::Internal, "cuda step: sequence {} holds {} blocks, tables have room for {}", seq, blocks.size(),
+void append_table(std::vector<int32_t>& ints, const StepKV& kv, int group, int seq, int capacity) {
+  const KVTable& t = kv.table(group, seq);
+  if (t.n_blocks > capacity)
+    fail(ErrorKind::Internal, "cuda step: sequence {} holds {} blocks, tables have room for {}", seq, t.n_blocks,
          capacity);
   const size_t at = ints.size();
-  ints.push_back(static_cast<int32_t>(kv.first_held_slot(group, seq)));
-  ints.push_back(kv.n_tokens(seq));
-  ints.insert(ints.end(), blocks.begin(), blocks.end());
+  ints.push_back(static_cast<int32_t>(t.first_slot));
+  ints.push_back(t.n_tokens);
+  ints.insert(ints.end(), t.blocks, t.blocks + t.n_blocks);
   ints.resize(at + kDevKVHeader + static_cast<size_t>(capacity), -1);
 }
 
 }  // namespace
 
-void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out) {
-  const int n = in.n_tokens, n_groups = kv.n_groups();
+void stage_step(const StepKV& kv, const StepInputs& in, StagedStep& out) {
+  const int n = in.n_tokens, n_groups = kv.n_groups;
   out.ints.clear();
-  out.table_blocks = kv.table_capacity();
+  out.table_blocks = kv.table_capacity;
   out.shape = StepShape{n, in.n_out, {}};
   out.tokens = append(out.ints, in.tokens, static_cast<size_t>(n));
   out.pos = append(out.ints, in.pos, static_cast<size_t>(n));
@@ -42,8 +41,7 @@ void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out) {
   out.kv_rows.assign(static_cast<size_t>(n_groups), 0);
   for (int g = 0; g < n_groups; ++g) {
     out.kv_rows[g] = out.ints.size();
-    for (int t = 0; t < n; ++t)
-      out.ints.push_back(static_cast<int32_t>(kv.storage_row(g, in.seq[t], KVCache::Slot{in.slots[t]})));
+    for (int t = 0; t < n; ++t) out.ints.push_back(static_cast<int32_t>(kv.row(g, t)));
   }
   out.n_groups = n_groups;
   out.tables = out.ints.size();

@@ -2,7 +2,7 @@
 // positions, output rows, each token's KV storage row per layer group, and per sequence run
 // and group the attention table (kernel_api.h DevKV: first slot, length, blocks). Where each
 // lies in the array depends on the step's shape only, never on the cache's lengths (tables
-// have room for KVCache::table_capacity blocks), so a CUDA graph of the step replays with
+// have room for StepKV::table_capacity blocks), so a CUDA graph of the step replays with
 // the next step's ints uploaded to the same addresses.
 #pragma once
 #include <cstddef>
@@ -12,10 +12,6 @@
 #include "backend/backend.h"
 #include "cuda/kernel_api.h"
 #include "cuda/step_graphs.h"
-
-namespace ember {
-class KVCache;
-}
 
 namespace ember::cuda {
 
@@ -36,6 +32,6 @@ struct StagedStep {
   int64_t table_stride() const { return static_cast<int64_t>(n_groups * table_ints()); }  // run to run
 };
 
-void stage_step(const KVCache& kv, const StepInputs& in, StagedStep& out);
+void stage_step(const StepKV& kv, const StepInputs& in, StagedStep& out);
 
 }  // namespace ember::cuda

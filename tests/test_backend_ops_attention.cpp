@@ -14,6 +14,7 @@
 
 #include "backend/cpu/ops_reference.h"
 #include "util/thread_pool.h"
+#include "backend/kv_types.h"
 #include "backend/ops.h"
 #include "backend_check.h"
 #include "tensor/quant.h"
@@ -160,11 +161,9 @@ void run_case(const AttnCase& c, check::Rng& rng) {
 
 TEST_CASE("attention matches the reference and a naive softmax(QK^T)V for every cache type") {
   check::Rng rng(21);
-  const std::pair<DType, DType> types[] = {{DType::F32, DType::F32},
-                                           {DType::F16, DType::F16},
-                                           {DType::Q8_0, DType::Q8_0},
-                                           {DType::Q4_0, DType::Q4_0},
-                                           {DType::F16, DType::Q8_0}};
+  std::vector<std::pair<DType, DType>> types;  // every row of the KV type table, and a mix
+  for (const KVType& kv : kKVTypes) types.emplace_back(kv.type, kv.type);
+  types.emplace_back(DType::F16, DType::Q8_0);
   struct Heads {
     int n_head, n_head_kv, head_dim;
   };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/cpu/ops_reference.h"
+#include "backend/kv_types.h"
 #include "backend_check.h"
 #include "cuda/cpu_exec/launch.h"
 #include "cuda/kernels/attention.cuh"
@@ -225,6 +226,14 @@ TEST_CASE("cpu_exec: the CUDA attention kernels match ops::reference::attention"
   }
   CHECK(chunked);  // both the combine and the direct-write paths were exercised
   CHECK(single);
+}
+
+TEST_CASE("cpu_exec: the CUDA attention reads every KV type of the table") {
+  uint64_t seed = 100;
+  for (const ember::KVType& kv : ember::kKVTypes) {
+    const std::string name = std::string("decode 4:2 d64 ") + kv.name;
+    run_case({name.c_str(), 4, 2, 64, kv.type, kv.type, 32, 0, 70, 0, 0.0f, {69}}, seed++);
+  }
 }
 
 // A step's sequences in one launch: decode (a query each, chunked, lengths from none to past

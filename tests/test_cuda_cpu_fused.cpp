@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/cpu/ops_reference.h"
+#include "backend/kv_types.h"
 #include "backend/ops.h"
 #include "backend_check.h"
 #include "cuda/cpu_exec/launch.h"
@@ -94,12 +95,11 @@ void check_rope_store(const RopeStoreCase& c, check::Rng& rng) {
   }
 }
 
-const DType kKvTypes[] = {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0};
-
 TEST_CASE("cpu_exec: rope_store_rows is rope then store_rows, bit for bit") {
   check::Rng rng(17);
-  for (DType type : kKvTypes)
+  for (const ember::KVType& kv : ember::kKVTypes)  // every row of the KV type table
     for (bool neox : {false, true}) {
+      const DType type = kv.type;
       check_rope_store({type, 3, 96, {96, neox, 10000.0f, 1.0f}}, rng);
       check_rope_store({type, 2, 80, {32, neox, 500000.0f, 0.25f}}, rng);  // dims 32..79 pass through
     }

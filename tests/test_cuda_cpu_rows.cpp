@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/kv_types.h"
 #include "backend/ops.h"
 #include "backend_check.h"
 #include "cuda/cpu_exec/launch.h"
@@ -31,7 +32,6 @@ namespace check = ember::check;
 const DType kReadTypes[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
                             DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
                             DType::Q4_K, DType::Q5_K, DType::Q6_K};
-const DType kStoreTypes[] = {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0};
 
 const Order kOrders[] = {Order::RoundRobin, Order::Shuffled};
 
@@ -278,8 +278,9 @@ TEST_CASE("cuda store_rows: the bytes of ops::store_row at scattered rows, nothi
   check::Rng rng(13);
   const std::vector<int32_t> rows = {9, 0, 4, 10, 2};  // non-monotone, gaps left untouched
   const int64_t n_src = static_cast<int64_t>(rows.size()), n_dst = 11;
-  for (DType t : kStoreTypes)
-    for (int64_t cols : widths(t)) {
+  for (const ember::KVType& kv : ember::kKVTypes)  // every row of the KV type table
+    for (int64_t cols : widths(kv.type)) {
+      const DType t = kv.type;
       const auto x = tricky_rows(n_src, cols, rng);
       check::StridedF32 src(x, n_src, cols, /*pad=*/3);
       const size_t dst_row_bytes = row_bytes(t, cols) + 8;

@@ -258,3 +258,30 @@ TEST_CASE("ember perplexity --kl-divergence of a model against itself is 0, same
   REQUIRE(std::regex_search(k.out, m, std::regex(R"(Mean PPL\(base\)\s+:\s+([0-9.]+))")));
   CHECK(std::stod(m[1]) == doctest::Approx(final_ppl(w.out)).epsilon(1e-4));
 }
+
+// aidreams' heads of 16 are narrower than a q8_0/q4_0 block, so a synth model with aidreams'
+// vocabulary and heads of 32 measures what the KV type costs.
+TEST_CASE("ember perplexity -ctk/-ctv measures a quantized KV cache") {
+  const std::string vocab = ember_test::aidreams_gguf();
+  REQUIRE(!vocab.empty());
+  const std::string model = (ember_test::scratch_dir() / "kv_types.gguf").string();
+  const auto synth = ember_test::run_ember("synth --vocab-from '" + vocab + "' -o '" + model +
+                                           "' --type f32 --dim 64 --layers 2 --heads 2 --kv-heads 2 --ff 128 "
+                                           "--ctx 256 --seed 3 -t 2");
+  REQUIRE_MESSAGE(synth.exit_code == 0, synth.err);
+  const std::string base = "perplexity -m '" + model + "' -f '" + kText + "' -c 64 --chunks 4 -t 2";
+  const auto f16 = ember_test::run_ember(base);
+  const auto quant = ember_test::run_ember(base + " -ctk q8_0 -ctv q4_0");
+  INFO(f16.err << quant.err);
+  REQUIRE(f16.exit_code == 0);
+  REQUIRE(quant.exit_code == 0);
+  CHECK(quant.err.find("K Q8_0, V Q4_0") != std::string::npos);  // the context's memory plan line
+  const double p16 = final_ppl(f16.out), pq = final_ppl(quant.out);
+  CHECK(pq > 0.0);
+  CHECK(pq != p16);
+  CHECK(pq == doctest::Approx(p16).epsilon(0.05));  // close: the model is the same
+
+  const auto bad = ember_test::run_ember(base + " -ctv q5_9");
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("-ctv 'q5_9': expected one of f32, f16, q8_0, q4_0") != std::string::npos);
+}

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backend/kv_types.h"
 #include "cuda/kernels/device.cuh"
 #include "cuda/kernel_api.h"
 #include "cuda/kernels/dequant.cuh"
@@ -93,7 +94,7 @@ __device__ __forceinline__ void attn_load_tile_as(float* tile, const int32_t* bl
   const uint8_t* base = data + first_row * row_bytes;
   const int n_keys = static_cast<int>(end - ts < kAttnKeys ? end - ts : kAttnKeys);
   const int64_t head0 = static_cast<int64_t>(g) * d;
-  constexpr bool kBlocks = T == DType::Q8_0 || T == DType::Q4_0;
+  constexpr bool kBlocks = dtype_size(T).block_size == 32;  // the quant types
   if (kBlocks && d % 32 == 0) {
     // A thread per (key j, 32-element sub-block sb): the block's scale is decoded once, not
     // per element. j = item % 32, so a warp's float4 stores hit distinct banks (rows are
@@ -123,22 +124,16 @@ __device__ __forceinline__ void attn_load_tile_as(float* tile, const int32_t* bl
   }
 }
 
-// The cache types attention reads (the launcher refuses the others).
+// The cache types attention reads: every row of the KV type table (the launcher refuses the
+// others).
 template <int D>
 __device__ void attn_load_tile(float* tile, const int32_t* blocks, int block_size, int64_t first_slot,
                                const void* data, DType type, size_t row_bytes, int64_t ts, int64_t end, int g,
                                int d) {
   const uint8_t* b = static_cast<const uint8_t*>(data);
-  switch (type) {
-    case DType::F32:
-      return attn_load_tile_as<D, DType::F32>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
-    case DType::F16:
-      return attn_load_tile_as<D, DType::F16>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
-    case DType::Q8_0:
-      return attn_load_tile_as<D, DType::Q8_0>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
-    default:
-      return attn_load_tile_as<D, DType::Q4_0>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
-  }
+  kv_type_dispatch(type, [&](auto tag) {
+    attn_load_tile_as<D, decltype(tag)::value>(tile, blocks, block_size, first_slot, b, row_bytes, ts, end, g, d);
+  });
 }
 
 // Lane j's key against the warp's RPW query rows: s[r] = q_r . k_j (unscaled).
@@ -431,9 +426,9 @@ void attn_launch_head_dim(const AttnPlan& plan, int n_runs, const AttnArgs& a, S
 
 inline void attn_check_kv_type(DType type, size_t row_bytes, int64_t cols, const void* data, bool has_keys,
                                const char* name) {
-  if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
-    fail(ErrorKind::InvalidArgument, "attention: {} cache type {} is not one of f32, f16, q8_0, q4_0", name,
-         dtype_name(type));
+  if (!kv_type_known(type))
+    fail(ErrorKind::InvalidArgument, "attention: {} cache type {} is not one of {}", name, dtype_name(type),
+         kv_type_names());
   if (cols % dtype_size(type).block_size != 0)  // as the CPU: whole blocks per row (a head may straddle two)
     fail(ErrorKind::InvalidArgument, "attention: {} row of {} elements is not whole {} blocks", name, cols,
          dtype_name(type));

@@ -41,8 +41,8 @@ __global__ void __launch_bounds__(kRopeMaxThreads)
 }  // namespace
 
 // launch_rope(k, head_dim, pos, p) then launch_store_rows(k, type, dst, dst_row_bytes, rows)
-// in one launch: k is rotated in place and row r of it written as `type` (F32, F16, Q8_0,
-// Q4_0) to dst + rows[r] * dst_row_bytes (a negative row skipped); pos and rows are device
+// in one launch: k is rotated in place and row r of it written as `type` (a KV type) to
+// dst + rows[r] * dst_row_bytes (a negative row skipped); pos and rows are device
 // arrays of k.rows entries.
 inline void launch_rope_store_rows(F32Mat k, int head_dim, const int32_t* pos, const RopeParams& p, DType type,
                                    void* dst, size_t dst_row_bytes, const int32_t* rows, Stream s) {

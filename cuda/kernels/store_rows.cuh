@@ -1,4 +1,4 @@
-// store_rows: row r of an f32 matrix written as F32, F16, Q8_0 or Q4_0 at dst + rows[r] *
+// store_rows: row r of an f32 matrix written as a KV type (backend/kv_types.h) at dst + rows[r] *
 // dst_row_bytes (the KV cache write), the same bytes as ops::store_row, i.e.
 // quantize_row_reference (src/tensor/quant_legacy.cpp): same scale choice, same f32
 // operations unfused, same rounding, so the GPU's cache holds exactly the CPU's bytes.
@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/kv_types.h"
 #include "backend/ops.h"
 #include "cuda/kernel_api.h"
 #include "cuda/kernels/dequant.cuh"
@@ -71,17 +72,26 @@ __device__ __forceinline__ void store_q4_0_lane(float x, int lane, uint8_t* bloc
   if (lane == 0) store_scale_bytes(block, d);
 }
 
-// Element c of a row, value x, written in `type` to the row at d. For the quant types the
-// calling warp's 32 lanes hold the 32 elements of one block, all of them calling.
-__device__ __forceinline__ void store_rows_element(DType type, float x, int64_t c, uint8_t* d) {
+// Element c of a row, value x, written as T to the row at d. For the quant types the calling
+// warp's 32 lanes hold the 32 elements of one block, all of them calling.
+template <DType T>
+__device__ __forceinline__ void store_rows_element_as(float x, int64_t c, uint8_t* d) {
   const int lane = static_cast<int>(c % 32);
-  switch (type) {
-    case DType::F32: reinterpret_cast<float*>(d)[c] = x; break;
-    case DType::F16: reinterpret_cast<uint16_t*>(d)[c] = float_to_half_bits(x); break;
-    case DType::Q8_0: store_q8_0_lane(x, lane, d + (c / 32) * sizeof(block_q8_0)); break;
-    case DType::Q4_0: store_q4_0_lane(x, lane, d + (c / 32) * sizeof(block_q4_0)); break;
-    default: break;
+  if constexpr (T == DType::F32) {
+    reinterpret_cast<float*>(d)[c] = x;
+  } else if constexpr (T == DType::F16) {
+    reinterpret_cast<uint16_t*>(d)[c] = float_to_half_bits(x);
+  } else if constexpr (T == DType::Q8_0) {
+    store_q8_0_lane(x, lane, d + (c / 32) * sizeof(block_q8_0));
+  } else {
+    static_assert(T == DType::Q4_0, "a KV type of backend/kv_types.h without its store_rows case");
+    store_q4_0_lane(x, lane, d + (c / 32) * sizeof(block_q4_0));
   }
+}
+
+// The same for every row of the KV type table (the launchers refuse other types).
+__device__ __forceinline__ void store_rows_element(DType type, float x, int64_t c, uint8_t* d) {
+  kv_type_dispatch(type, [&](auto tag) { store_rows_element_as<decltype(tag)::value>(x, c, d); });
 }
 
 // A negative destination row is skipped (the launcher cannot read device ids to reject it).
@@ -101,9 +111,9 @@ __global__ void __launch_bounds__(kStoreRowsThreads)
 // launch_store_rows' checks of everything but the pointers (an empty call may pass none).
 inline void check_store_rows_args(const MatView& src, DType type, const void* dst, size_t dst_row_bytes,
                                   const char* op) {
-  if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
-    fail(ErrorKind::InvalidArgument, "cuda {}: KV cache type {} is not one of f32, f16, q8_0, q4_0", op,
-         dtype_name(type));
+  if (!kv_type_known(type))
+    fail(ErrorKind::InvalidArgument, "cuda {}: KV cache type {} is not one of {}", op, dtype_name(type),
+         kv_type_names());
   if (src.type != DType::F32 || src.layout != WeightLayout::Rows)
     fail(ErrorKind::InvalidArgument, "cuda {}: the source must be f32 rows, not {}", op, dtype_name(src.type));
   const int block = dtype_size(type).block_size;
@@ -118,13 +128,14 @@ inline void check_store_rows_args(const MatView& src, DType type, const void* ds
     fail(ErrorKind::InvalidArgument, "cuda {}: destination rows of {} bytes cannot hold {} {} elements", op,
          dst_row_bytes, src.cols, dtype_name(type));
   // F32/F16 are stored as whole values; the quant blocks byte by byte.
-  const size_t align = type == DType::F32 ? 4 : type == DType::F16 ? 2 : 1;
+  const DTypeSize layout = dtype_size(type);
+  const size_t align = layout.block_size == 1 ? static_cast<size_t>(layout.block_bytes) : 1;
   if (reinterpret_cast<uintptr_t>(dst) % align != 0 || dst_row_bytes % align != 0)
     fail(ErrorKind::InvalidArgument, "cuda {}: {} destination rows must be {}-byte aligned", op, dtype_name(type),
          align);
 }
 
-// Row r of src (f32) written as `type` (F32, F16, Q8_0, Q4_0) to dst + rows[r] * dst_row_bytes,
+// Row r of src (f32) written as `type` (a KV type) to dst + rows[r] * dst_row_bytes,
 // for r < src.rows; rows is a device array.
 inline void launch_store_rows(const MatView& src, DType type, void* dst, size_t dst_row_bytes, const int32_t* rows,
                               Stream s) {

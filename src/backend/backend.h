@@ -13,11 +13,12 @@
 #include <memory>
 #include <string>
 
+#include "backend/kv_memory.h"
+#include "backend/kv_view.h"
 #include "backend/ops.h"
 
 namespace ember {
 
-class KVCache;
 class ThreadPool;
 
 enum class Activation { SiLU, GELU };  // gated FFN: act(gate) * up
@@ -26,18 +27,6 @@ enum class Activation { SiLU, GELU };  // gated FFN: act(gate) * up
 // CPU (cuda/cpu_exec): slow, for tests and for checking kernels without a GPU.
 enum class DeviceKind { Cpu, Cuda, CudaOnCpu };
 const char* device_kind_name(DeviceKind kind);
-
-// Memory a backend owns: host memory for the CPU, device memory for CUDA; zero-filled.
-class BackendBuffer {
- public:
-  virtual ~BackendBuffer() = default;
-  void* data() const { return data_; }
-  size_t bytes() const { return bytes_; }
-
- protected:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 // A model's weights as one device computes with them (views into the mapped file, or copies).
 class WeightStore {
@@ -76,16 +65,14 @@ struct StepInputs {
   const int32_t* out_rows = nullptr;
 };
 
-class Backend {
+// The memory part (allocate, copy, rerope_rows) is KVMemory's, which the KV cache reads.
+class Backend : public KVMemory {
  public:
-  virtual ~Backend() = default;
   virtual DeviceKind kind() const = 0;
   virtual std::string describe() const = 0;      // "cpu (2 threads)", "cuda:0 NVIDIA H200"
   virtual size_t memory_available() const = 0;   // bytes a plan may still take (0 = unknown)
 
   // --- memory ---
-  virtual std::unique_ptr<BackendBuffer> allocate(size_t bytes) = 0;
-  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // both in this backend's memory
   virtual void write(void* dst, const void* host, size_t bytes) = 0;  // host memory into this backend's
   virtual void read(void* host, const void* src, size_t bytes) = 0;   // back, after the work before it
   // Scratch for steps of up to n_ubatch tokens against caches of up to n_ctx tokens, beyond
@@ -93,7 +80,7 @@ class Backend {
   virtual size_t scratch_bytes(int n_ubatch, int n_ctx) const = 0;
 
   // --- one ubatch: begin_step, then the forward's ops, in order, then end_step ---
-  virtual void begin_step(KVCache& kv, const StepInputs& in) = 0;
+  virtual void begin_step(const StepKV& kv, const StepInputs& in) = 0;
   // The step's work is all enqueued and its logits are in host memory when this returns.
   virtual void end_step() = 0;
   virtual void embed(const MatView& table, float scale, F32Mat x) = 0;    // x[t] = table[tokens[t]] * scale
@@ -119,12 +106,6 @@ class Backend {
   // end_step.
   virtual F32Mat logits_target(float* host, int n_out, int n_vocab) = 0;
   virtual void finish_logits(const F32Mat& target, float* host) = 0;
-
-  // --- KV cache maintenance (context shift) ---
-  // K rows rows[0..n) (host array) of one layer's storage of n_rows rows at base, rotated
-  // by `delta` positions.
-  virtual void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows,
-                           const int32_t* rows, int64_t n, int head_dim, int32_t delta, const RopeParams& p) = 0;
 };
 
 // Where a model's layers run: layers [first_device_layer, n_layer) on `device`, the ones

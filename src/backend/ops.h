@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 
+#include "backend/kv_view.h"
 #include "tensor/dtype.h"
 
 namespace ember {
@@ -60,29 +61,6 @@ struct RopeParams {
   bool neox = false;        // false: adjacent pairs (x[2i], x[2i+1]) as llama; true: halves (x[i], x[i+n_rot/2])
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;  // linear position scaling: theta = pos * freq_scale * base^(-2i/n_rot)
-};
-
-// One layer's view of a sequence's KV cache, as attention reads it: `n_slots` logical slots,
-// each one K row and one V row, and the position each holds (-1 = empty). Slots are either
-// contiguous (blocks == nullptr: slot j is row j) or paged: logical slot j lives in row
-// blocks[j / block_size] * block_size + j % block_size of the k/v/slot_pos arrays (the KV
-// block pool's storage, kv/block_pool.h), n_slots = n_blocks * block_size.
-struct KVView {
-  DType k_type = DType::F16;
-  DType v_type = DType::F16;
-  const void* k = nullptr;  // rows of n_head_kv * head_dim elements of k_type
-  const void* v = nullptr;  // same layout for v_type
-  size_t k_row_bytes = 0;
-  size_t v_row_bytes = 0;
-  const int32_t* slot_pos = nullptr;  // position stored in each row, -1 when empty
-  int64_t n_slots = 0;
-  const int32_t* blocks = nullptr;    // block table (paged), or nullptr (contiguous)
-  int block_size = 0;                 // rows per block when paged: a multiple of 32
-  int64_t first_slot = 0;             // the sequence's ordinal of logical slot 0 (blocks given
-                                      // back before it); a multiple of 32, splits align to it
-
-  // Row of logical slot j in k, v and slot_pos.
-  int64_t row_of(int64_t j) const { return blocks ? static_cast<int64_t>(blocks[j / block_size]) * block_size + j % block_size : j; }
 };
 
 struct AttentionParams {

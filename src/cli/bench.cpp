@@ -12,12 +12,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <map>
 
 #include "util/thread_pool.h"
+#include "backend/kv_types.h"
 #include "cli/bench_bandwidth.h"
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
@@ -89,13 +89,6 @@ eval::BenchModelInfo describe_model(const Model& model, const std::string& path)
   return info;
 }
 
-// "f16", as llama-bench names cache types.
-std::string lower_name(DType type) {
-  std::string s = dtype_name(type);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // llama-bench's "backends" field for a model whose layers run (at least partly) on `device`.
 const char* backend_label(DeviceKind device) {
   switch (device) {
@@ -136,8 +129,8 @@ std::vector<eval::BenchRow> speculative_rows(const BenchArgs& a, const Model& mo
     row.n_threads = n_threads;
     row.n_batch = a.n_batch;
     row.n_ubatch = co.n_ubatch;
-    row.type_k = lower_name(co.k_type);
-    row.type_v = lower_name(co.v_type);
+    row.type_k = kv_type_name(co.k_type);
+    row.type_v = kv_type_name(co.v_type);
   }
   return rows;
 }
@@ -216,8 +209,8 @@ int run_bench(BenchArgs& a) {
     row.n_threads = n_threads;
     row.n_batch = a.n_batch;
     row.n_ubatch = co.n_ubatch;
-    row.type_k = lower_name(co.k_type);
-    row.type_v = lower_name(co.v_type);
+    row.type_k = kv_type_name(co.k_type);
+    row.type_v = kv_type_name(co.v_type);
     row.bandwidth_name = bandwidth.name();
     if (t.n_gen > 0) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
@@ -259,8 +252,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("-d,--n-depth", args->n_depth, "tokens in the KV cache before each test")->capture_default_str();
   cmd->add_option("-b,--batch-size", args->n_batch, "tokens per decode call")->capture_default_str();
   cmd->add_option("--ubatch-size", args->n_ubatch, "tokens per forward pass")->capture_default_str();
-  cmd->add_option("--cache-type-k", args->ctk, "KV cache K type (-ctk): f32, f16, q8_0, q4_0")->capture_default_str();
-  cmd->add_option("--cache-type-v", args->ctv, "KV cache V type (-ctv)")->capture_default_str();
+  add_kv_type_flags(cmd, args->ctk, args->ctv);
   cmd->add_option("-o,--output", args->output, "md, json or csv")->capture_default_str();
   cmd->add_flag("--no-warmup", args->no_warmup, "skip the warm-up run");
   add_draft_flags(cmd, args->draft);

@@ -1,5 +1,6 @@
 #include "cli/generation_flags.h"
 
+#include "backend/kv_types.h"
 #include "cli/llama_flags.h"
 #include "util/error.h"
 
@@ -9,10 +10,7 @@ void add_model_flags(CLI::App* cmd, GenerationFlags& f) {
   cmd->add_option("-m,--model", f.model, "GGUF model file")->required();
   cmd->add_option("-c,--ctx-size", f.n_ctx, "context size in tokens (0: the model's, at most 4096)")
       ->type_name("N");
-  cmd->add_option("--cache-type-k", f.cache_type_k, "KV cache type for K (-ctk): f32, f16, q8_0, q4_0")
-      ->capture_default_str();
-  cmd->add_option("--cache-type-v", f.cache_type_v, "KV cache type for V (-ctv): f32, f16, q8_0, q4_0")
-      ->capture_default_str();
+  add_kv_type_flags(cmd, f.cache_type_k, f.cache_type_v);
   cmd->add_option("-b,--batch-size", f.n_batch, "prompt tokens per decode call")->capture_default_str();
   cmd->add_option("--ubatch-size", f.n_ubatch, "tokens per forward pass (-ub)")->capture_default_str();
   cmd->add_option("-t,--threads", f.n_threads, "threads (0: all cores)");

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <utility>
 
+#include "backend/kv_types.h"
+
 namespace ember::cli {
 
 namespace {
@@ -46,6 +48,12 @@ void add_no_repack_flag(CLI::App* cmd, bool& no_repack) {
   cmd->add_flag("--no-repack", no_repack,
                 "keep all weights in the file mapping (zero copy) instead of repacking matmul weights for the "
                 "CPU kernels (slower)");
+}
+
+void add_kv_type_flags(CLI::App* cmd, std::string& k_type, std::string& v_type) {
+  const std::string names = kv_type_names();
+  cmd->add_option("--cache-type-k", k_type, "KV cache type for K (-ctk): " + names)->capture_default_str();
+  cmd->add_option("--cache-type-v", v_type, "KV cache type for V (-ctv): " + names)->capture_default_str();
 }
 
 void add_gpu_layers_flag(CLI::App* cmd, int& gpu_layers, const char* flag) {

@@ -18,6 +18,10 @@ void add_no_repack_flag(CLI::App* cmd, bool& no_repack);
 // such option (the draft model's --n-gpu-layers-draft, -ngld).
 void add_gpu_layers_flag(CLI::App* cmd, int& gpu_layers, const char* flag = "--n-gpu-layers");
 
+// -ctk/-ctv (--cache-type-k/--cache-type-v): the KV cache's K and V type names, parsed later
+// by parse_kv_type (backend/kv_types.h); the help lists the table's names.
+void add_kv_type_flags(CLI::App* cmd, std::string& k_type, std::string& v_type);
+
 // argv with every llama.cpp multi-letter short flag replaced by its long form.
 std::vector<std::string> expand_llama_flags(int argc, const char* const* argv);
 

@@ -1,7 +1,7 @@
 // `ember perplexity`: perplexity of a model on a text file the way llama.cpp measures it,
 // and KL divergence against a base model's stored distributions (src/eval/).
 //
-//   ember perplexity -m model.gguf -f wiki.test.raw [-c 512] [-b 2048] [--chunks N] [-t N]
+//   ember perplexity -m model.gguf -f wiki.test.raw [-c 512] [-b 2048] [--chunks N] [-t N] [-ctk f16] [-ctv f16]
 //   ember perplexity -m f16.gguf  -f wiki.test.raw --kl-divergence-base base.kld   # write base
 //   ember perplexity -m q4_0.gguf --kl-divergence-base base.kld --kl-divergence     # compare
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "util/thread_pool.h"
+#include "backend/kv_types.h"
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
 #include "eval/logprob_store.h"
@@ -39,6 +40,7 @@ struct PerplexityArgs {
   int kld_top = 32;
   int kld_samples = 32;
   int n_parallel = 0;  // chunks decoded at once as sequences; 0: n_batch / n_ctx, as llama.cpp
+  std::string cache_type_k = "f16", cache_type_v = "f16";  // -ctk/-ctv: what a KV type costs in PPL
 };
 
 std::string read_text(const std::string& path) {
@@ -49,15 +51,17 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-// A context of n_parallel sequences of n_ctx tokens (0: as many as one batch of n_batch
-// holds); a batch spans chunks then, up to n_batch tokens.
-std::unique_ptr<Context> make_context(const Model& model, int n_ctx, int n_batch, int n_parallel, int n_chunk,
+// A context of -np sequences of n_ctx tokens (0: as many as one batch of -b holds), with the
+// -ctk/-ctv cache types; a batch spans chunks then, up to -b tokens.
+std::unique_ptr<Context> make_context(const Model& model, const PerplexityArgs& a, int n_ctx, int n_chunk,
                                       ThreadPool& pool) {
   ContextOptions co;
   co.n_ctx = n_ctx;
-  co.n_seq = std::clamp(n_parallel > 0 ? n_parallel : n_batch / n_ctx, 1, std::max(1, n_chunk));
-  co.n_batch = std::min(n_batch, n_ctx * co.n_seq);
+  co.n_seq = std::clamp(a.n_parallel > 0 ? a.n_parallel : a.n_batch / n_ctx, 1, std::max(1, n_chunk));
+  co.n_batch = std::min(a.n_batch, n_ctx * co.n_seq);
   co.n_ubatch = std::min(co.n_batch, 512);
+  co.k_type = parse_kv_type(a.cache_type_k, "-ctk");
+  co.v_type = parse_kv_type(a.cache_type_v, "-ctv");
   return std::make_unique<Context>(model, co, pool);
 }
 
@@ -84,7 +88,7 @@ int run_perplexity(const PerplexityArgs& a) {
     const eval::ChunkPlan plan = base.plan();
     fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} (top {} + {} tail samples per position), {} threads\n",
                plan.n_chunk, plan.n_ctx, a.kld_base, base.header().top_k, base.header().tail_samples, n_threads);
-    auto ctx = make_context(*model, plan.n_ctx, a.n_batch, a.n_parallel, plan.n_chunk, pool);
+    auto ctx = make_context(*model, a, plan.n_ctx, plan.n_chunk, pool);
     opt.n_batch = ctx->options().n_batch;
     fmt::print("{}", eval::KldAccumulator::chunk_table_header());
     const eval::KldAccumulator acc = eval::kl_divergence(*ctx, base, opt, [](int chunk, const eval::KldAccumulator& r) {
@@ -102,7 +106,7 @@ int run_perplexity(const PerplexityArgs& a) {
   opt.bos = tok.bos();
   const std::vector<int32_t> tokens = tok.encode(read_text(a.text_file), /*add_special=*/true, /*parse_special=*/false);
   const eval::ChunkPlan plan = eval::make_chunk_plan(int64_t(tokens.size()), a.n_ctx, a.n_chunks);
-  auto ctx = make_context(*model, plan.n_ctx, a.n_batch, a.n_parallel, plan.n_chunk, pool);
+  auto ctx = make_context(*model, a, plan.n_ctx, plan.n_chunk, pool);
   opt.n_batch = ctx->options().n_batch;
   fmt::print(stderr, "perplexity: {} tokens, {} chunks of {} (scoring {} per chunk), batch {}, {} chunks at once, {} threads\n",
              tokens.size(), plan.n_chunk, plan.n_ctx, plan.scored_per_chunk(), opt.n_batch, ctx->options().n_seq,
@@ -151,6 +155,7 @@ void add_perplexity(CLI::App& app) {
   cmd->add_option("-t,--threads", args->n_threads, "threads (0: physical cores)");
   cmd->add_option("--parallel", args->n_parallel, "chunks decoded at once as sequences (-np; 0: -b / -c)")
       ->capture_default_str();
+  add_kv_type_flags(cmd, args->cache_type_k, args->cache_type_v);
   add_no_repack_flag(cmd, args->no_repack);
   add_gpu_layers_flag(cmd, args->gpu_layers);
   cmd->add_option("--kl-divergence-base", args->kld_base,

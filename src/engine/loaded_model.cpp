@@ -1,6 +1,5 @@
 #include "engine/loaded_model.h"
 
-#include <cctype>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -32,17 +31,6 @@ LoadedModel load_model(const ModelSetup& setup) {
   m.context = std::make_unique<Context>(*m.model, context, *m.pool);
   m.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return m;
-}
-
-DType parse_kv_type(const std::string& name, const char* flag) {
-  std::string lower = name;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {
-    std::string known = dtype_name(t);  // "F16", "Q8_0"
-    for (char& c : known) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == known) return t;
-  }
-  fail(ErrorKind::InvalidArgument, "{} '{}': expected one of f32, f16, q8_0, q4_0", flag, name);
 }
 
 std::string describe_context_policy(const ContextOptions& options) {

@@ -30,10 +30,6 @@ struct LoadedModel {
 // Throws the loader's errors (Io, Format, Unsupported, OutOfMemory, InvalidArgument).
 LoadedModel load_model(const ModelSetup& setup);
 
-// "f16" -> DType::F16 for the KV cache types ember supports (f32, f16, q8_0, q4_0);
-// throws Error(InvalidArgument) naming the flag and the allowed values.
-DType parse_kv_type(const std::string& name, const char* flag);
-
 // What the context does when full, as one sentence for users.
 std::string describe_context_policy(const ContextOptions& options);
 

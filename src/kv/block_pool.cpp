@@ -15,7 +15,7 @@ size_t BlockPool::bytes_for(const BlockPoolConfig& c) {
   return slots_of(c) * per_slot;
 }
 
-BlockPool::BlockPool(const BlockPoolConfig& cfg, std::vector<Backend*> memory) : cfg_(cfg), memory_(std::move(memory)) {
+BlockPool::BlockPool(const BlockPoolConfig& cfg, std::vector<KVMemory*> memory) : cfg_(cfg), memory_(std::move(memory)) {
   if (cfg.n_layers <= 0 || cfg.n_blocks <= 0 || cfg.block_size <= 0)
     fail(ErrorKind::InvalidArgument, "KV block pool: {} layers, {} blocks of {} tokens must all be positive",
          cfg.n_layers, cfg.n_blocks, cfg.block_size);

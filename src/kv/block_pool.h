@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/backend.h"
+#include "backend/kv_memory.h"
 #include "tensor/dtype.h"
 
 namespace ember {
@@ -35,7 +35,7 @@ class BlockPool {
  public:
   // K/V rows of layer i live in memory[i]'s buffers (host or device); positions and tokens
   // on the host.
-  BlockPool(const BlockPoolConfig& cfg, std::vector<Backend*> memory);
+  BlockPool(const BlockPoolConfig& cfg, std::vector<KVMemory*> memory);
   static size_t bytes_for(const BlockPoolConfig& cfg);  // K, V, positions and tokens of every block
 
   const BlockPoolConfig& config() const { return cfg_; }
@@ -81,7 +81,7 @@ class BlockPool {
   void clear_slots(int block);
 
   BlockPoolConfig cfg_;
-  std::vector<Backend*> memory_;  // per layer
+  std::vector<KVMemory*> memory_;  // per layer
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
   std::vector<std::unique_ptr<BackendBuffer>> k_, v_;  // per layer: n_blocks * block_size rows
   std::vector<int32_t> pos_, tokens_;        // n_blocks * block_size

@@ -9,14 +9,10 @@
 
 namespace ember {
 
-bool kv_type_supported(DType type) {
-  return type == DType::F32 || type == DType::F16 || type == DType::Q8_0 || type == DType::Q4_0;
-}
-
 static size_t row_bytes_checked(DType type, int64_t n, const char* which) {
-  if (!kv_type_supported(type))
-    fail(ErrorKind::InvalidArgument, "KV cache {} type {} unsupported (use f32, f16, q8_0 or q4_0)", which,
-         dtype_name(type));
+  if (!kv_type_known(type))
+    fail(ErrorKind::InvalidArgument, "KV cache {} type {} unsupported (use {})", which, dtype_name(type),
+         kv_type_names());
   const int block = dtype_size(type).block_size;
   if (n <= 0 || n % block != 0)
     fail(ErrorKind::InvalidArgument, "KV cache {} type {} needs rows that are a multiple of {} elements, model has {}",
@@ -87,10 +83,10 @@ size_t KVCache::bytes_for(const KVCacheConfig& cfg) {
   return total;
 }
 
-KVCache::KVCache(const KVCacheConfig& cfg, Backend& backend)
-    : KVCache(cfg, std::vector<Backend*>(static_cast<size_t>(std::max(cfg.n_layer, 0)), &backend)) {}
+KVCache::KVCache(const KVCacheConfig& cfg, KVMemory& backend)
+    : KVCache(cfg, std::vector<KVMemory*>(static_cast<size_t>(std::max(cfg.n_layer, 0)), &backend)) {}
 
-KVCache::KVCache(const KVCacheConfig& cfg, std::vector<Backend*> backends) : cfg_(cfg), backends_(std::move(backends)) {
+KVCache::KVCache(const KVCacheConfig& cfg, std::vector<KVMemory*> backends) : cfg_(cfg), backends_(std::move(backends)) {
   check_config(cfg);
   if (static_cast<int>(backends_.size()) != cfg.n_layer)
     fail(ErrorKind::Internal, "KV cache: {} backends for {} layers", backends_.size(), cfg.n_layer);
@@ -103,12 +99,27 @@ KVCache::KVCache(const KVCacheConfig& cfg, std::vector<Backend*> backends) : cfg
       group_of_[g.layers[i]] = static_cast<int>(groups_.size());
       index_in_group_[g.layers[i]] = static_cast<int>(i);
     }
-    std::vector<Backend*> memory;
+    std::vector<KVMemory*> memory;
     for (int il : g.layers) memory.push_back(backends_[il]);
     groups_.push_back(Group{g.window, g.layers, std::make_unique<BlockPool>(g.pool, std::move(memory))});
   }
   seqs_.resize(cfg.n_seq);
   for (SeqState& s : seqs_) s.tables.resize(groups_.size());
+  describe_storage();
+}
+
+// The pools never move their rows, so the step view's layers are filled once.
+void KVCache::describe_storage() {
+  step_.block_size = cfg_.block_size;
+  step_.n_groups = static_cast<int>(groups_.size());
+  step_.n_seq = cfg_.n_seq;
+  step_.table_capacity = (cfg_.n_ctx + cfg_.block_size - 1) / cfg_.block_size;
+  for (int il = 0; il < cfg_.n_layer; ++il) {
+    const BlockPool& pool = *groups_[group_of_[il]].pool;
+    const int i = index_in_group_[il];
+    step_.layers.push_back(KVLayerStorage{cfg_.k_type, cfg_.v_type, pool.k_data(i), pool.v_data(i), k_row_bytes_,
+                                          v_row_bytes_, pool.pos(), group_of_[il], backends_[il]});
+  }
 }
 
 KVCache::~KVCache() = default;
@@ -203,45 +214,26 @@ void* KVCache::k_row(int layer, int seq, Slot slot) {
   return groups_[g].pool->k_row(index_in_group_[layer], row_of(seqs_[seq].tables[g], slot.index));
 }
 
-int64_t KVCache::storage_row(int group, int seq, Slot slot) const {
-  return row_of(seqs_[seq].tables[group], slot.index);
-}
-
-std::span<const int32_t> KVCache::held_blocks(int group, int seq) const {
-  const Table& t = seqs_[seq].tables[group];
-  return {t.blocks.data() + t.first, t.blocks.size() - static_cast<size_t>(t.first)};
-}
-
-bool KVCache::all_layers_on(const Backend* b) const {
-  return std::all_of(backends_.begin(), backends_.end(), [&](const Backend* l) { return l == b; });
-}
-
-int64_t KVCache::first_held_slot(int group, int seq) const {
-  return seqs_[seq].tables[group].first * cfg_.block_size;
-}
-
-void* KVCache::v_row(int layer, int seq, Slot slot) {
-  const int g = group_of_[layer];
-  return groups_[g].pool->v_row(index_in_group_[layer], row_of(seqs_[seq].tables[g], slot.index));
+KVTable KVCache::table_view(int g, int seq) const {
+  const Table& t = seqs_[seq].tables[g];
+  return KVTable{t.blocks.data() + t.first, static_cast<int>(t.blocks.size() - t.first), t.first * cfg_.block_size,
+                 seqs_[seq].n_tokens};
 }
 
 KVView KVCache::view(int layer, int seq) const {
-  const int g = group_of_[layer];
-  const Table& t = seqs_[seq].tables[g];
-  const BlockPool& pool = *groups_[g].pool;
-  KVView v;
-  v.k_type = cfg_.k_type;
-  v.v_type = cfg_.v_type;
-  v.k = pool.k_data(index_in_group_[layer]);
-  v.v = pool.v_data(index_in_group_[layer]);
-  v.k_row_bytes = k_row_bytes_;
-  v.v_row_bytes = v_row_bytes_;
-  v.slot_pos = pool.pos();
-  v.block_size = cfg_.block_size;
-  v.blocks = t.blocks.data() + t.first;
-  v.n_slots = static_cast<int64_t>(t.blocks.size() - t.first) * cfg_.block_size;
-  v.first_slot = first_held_slot(g, seq);
-  return v;
+  return kv_view(step_.layers[layer], table_view(group_of_[layer], seq), cfg_.block_size);
+}
+
+const StepKV& KVCache::step_view(std::span<const int32_t> seq, std::span<const int64_t> slots) {
+  const int n = static_cast<int>(slots.size()), n_groups = static_cast<int>(groups_.size());
+  step_.n_tokens = n;
+  step_.rows.resize(static_cast<size_t>(n_groups) * n);
+  step_.tables.resize(static_cast<size_t>(n_groups) * cfg_.n_seq);
+  for (int g = 0; g < n_groups; ++g) {
+    for (int t = 0; t < n; ++t) step_.rows[static_cast<size_t>(g) * n + t] = row_of(seqs_[seq[t]].tables[g], slots[t]);
+    for (int s = 0; s < cfg_.n_seq; ++s) step_.tables[static_cast<size_t>(g) * cfg_.n_seq + s] = table_view(g, s);
+  }
+  return step_;
 }
 
 // Gives back the leading blocks whose every token lies behind what the newest query and a

@@ -26,6 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/kv_memory.h"
+#include "backend/kv_types.h"
+#include "backend/kv_view.h"
 #include "backend/ops.h"
 #include "kv/block_pool.h"
 #include "tensor/dtype.h"
@@ -50,9 +53,6 @@ struct KVCacheConfig {
   bool prefix_cache = true;
 };
 
-// True for the types a KV block can hold (f32, f16, q8_0, q4_0).
-bool kv_type_supported(DType type);
-
 // Block counts of one group, for plans, metrics and tests.
 struct KVBlockStats {
   int window = 0;     // 0 = the global group
@@ -67,12 +67,11 @@ class KVCache {
   // Layer il's K/V rows live in backends[il]'s memory, which also copies and re-rotates them
   // (shift, rollback into shared blocks); one backend for all layers in the second form.
   // Throws InvalidArgument for bad types/rows.
-  KVCache(const KVCacheConfig& cfg, std::vector<Backend*> backends);
-  KVCache(const KVCacheConfig& cfg, Backend& backend);
+  KVCache(const KVCacheConfig& cfg, std::vector<KVMemory*> backends);
+  KVCache(const KVCacheConfig& cfg, KVMemory& backend);
   ~KVCache();
 
   const KVCacheConfig& config() const { return cfg_; }
-  bool all_layers_on(const Backend* b) const;  // every layer's K/V in b's memory
   int block_size() const { return cfg_.block_size; }
   size_t total_bytes() const;           // every pool: K + V + slot positions and tokens
   size_t bytes_per_token() const;       // K + V bytes one token costs across all layers
@@ -95,22 +94,15 @@ class KVCache {
   struct Slot { int64_t index; };   // token ordinal within the sequence
   Slot append(int seq, int32_t pos, int32_t token);
 
-  // Row pointers (backend memory) of token ordinal `slot` in layer `layer` of `seq`.
+  // Row pointer (backend memory) of token ordinal `slot`'s K in layer `layer` of `seq`. For tests.
   void* k_row(int layer, int seq, Slot slot);
-  void* v_row(int layer, int seq, Slot slot);
 
+  // What attention of layer `layer` reads for `seq`.
   KVView view(int layer, int seq) const;
-  // Layers that share block tables (one group per attention span), for backends that
-  // prepare a table once per group.
-  int n_groups() const { return static_cast<int>(groups_.size()); }
-  int group_of(int layer) const { return group_of_[layer]; }
-  // The row of token ordinal `slot` of `seq` in the storage of every layer of `group`
-  // (KVView::k + row * k_row_bytes), and the blocks seq holds there (KVView::blocks).
-  int64_t storage_row(int group, int seq, Slot slot) const;
-  std::span<const int32_t> held_blocks(int group, int seq) const;
-  int64_t first_held_slot(int group, int seq) const;  // KVView::first_slot of the group's layers
-  // Blocks held_blocks() returns at most, for any sequence and group: n_ctx tokens' worth.
-  int table_capacity() const { return (cfg_.n_ctx + cfg_.block_size - 1) / cfg_.block_size; }
+  // The view a backend's step reads (backend/kv_view.h): every layer's storage, the storage
+  // row of step token t (of sequence seq[t], ordinal slots[t]) and every sequence's tables.
+  // Valid until the cache next changes.
+  const StepKV& step_view(std::span<const int32_t> seq, std::span<const int64_t> slots);
 
   // After a step that appended to `seq`: sliding-window groups give back blocks behind the
   // window, newly full blocks are published for prefix hits.
@@ -164,13 +156,16 @@ class KVCache {
   void give_back_window(int g, Table& t, int n_tokens);
   void truncate_hashes(SeqState& st, int64_t full_blocks);
   void shift_group(int g, SeqState& st, int n_keep, int n_discard, int head_dim, const RopeFor& rope_for);
+  KVTable table_view(int g, int seq) const;
+  void describe_storage();  // step_'s layers
 
   KVCacheConfig cfg_;
-  std::vector<Backend*> backends_;  // per model layer
+  std::vector<KVMemory*> backends_;  // per model layer
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
   std::vector<Group> groups_;
   std::vector<int> group_of_, index_in_group_;  // per model layer
   std::vector<SeqState> seqs_;
+  StepKV step_;  // step_view()'s, its layers filled once
 };
 
 }  // namespace ember

@@ -54,8 +54,8 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
     fail(ErrorKind::InvalidArgument, "n_keep {} must lie in [0, n_ctx - 1) = [0, {})", opts.n_keep, n_ctx_ - 1);
   opts_.n_ubatch = std::min(opts.n_ubatch, opts.n_batch);
   for (DType t : {opts.k_type, opts.v_type}) {
-    if (!kv_type_supported(t))
-      fail(ErrorKind::InvalidArgument, "KV cache type {} unsupported (use f32, f16, q8_0 or q4_0)", dtype_name(t));
+    if (!kv_type_known(t))
+      fail(ErrorKind::InvalidArgument, "KV cache type {} unsupported (use {})", dtype_name(t), kv_type_names());
     // Quantized K/V blocks must not straddle heads: attention reads one head at a time.
     if (hp.head_dim % dtype_size(t).block_size != 0 || hp.head_dim_v % dtype_size(t).block_size != 0)
       fail(ErrorKind::InvalidArgument, "KV cache type {} needs a head size that is a multiple of {}, model has {}",
@@ -109,7 +109,8 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
     scratch_->layers.backends.push_back(dev ? device_backend_.get() : host_backend_.get());
     scratch_->layers.buffers.push_back(dev ? &scratch_->device_buf : &scratch_->host_buf);
   }
-  kv_ = std::make_unique<KVCache>(kvc, scratch_->layers.backends);
+  const std::vector<Backend*>& backends = scratch_->layers.backends;
+  kv_ = std::make_unique<KVCache>(kvc, std::vector<KVMemory*>(backends.begin(), backends.end()));
   scratch_->slots.assign(opts_.n_ubatch, 0);
   scratch_->out_rows.assign(opts_.n_ubatch, 0);
   scratch_->pos.assign(opts_.n_ubatch, 0);
@@ -233,7 +234,8 @@ void Context::run_ubatch(const Batch& batch, size_t begin, size_t end, float* lo
   in.slots = sc.slots.data();
   in.n_out = n_out;
   in.out_rows = sc.out_rows.data();
-  Step step(model_.hparams(), model_.arch().attention, sc.layers, *kv_, in, logits_out);
+  const StepKV& step_kv = kv_->step_view({in.seq, static_cast<size_t>(n)}, {in.slots, static_cast<size_t>(n)});
+  Step step(model_.hparams(), model_.arch().attention, sc.layers, step_kv, in, logits_out);
   model_.arch().forward(step);
   step.finish();
   std::fill(sc.counts.begin(), sc.counts.end(), 0);

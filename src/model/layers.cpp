@@ -103,8 +103,8 @@ size_t StepBuffers::bytes_for(const Hparams& hp, int n_ub) {
   return floats * sizeof(float);
 }
 
-Step::Step(const Hparams& h, std::span<const LayerAttention> attention, const LayerBackends& placement, KVCache& kv,
-           const StepInputs& in, float* logits)
+Step::Step(const Hparams& h, std::span<const LayerAttention> attention, const LayerBackends& placement,
+           const StepKV& kv, const StepInputs& in, float* logits)
     : hp(h), attention_(attention), place_(placement), n_(in.n_tokens), n_out_(in.n_out), logits_(logits) {
   for (const int il : first_layer_of_each_backend()) {
     if (n_ <= 0 || n_ > placement.buffers[il]->n_ubatch)

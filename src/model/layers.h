@@ -10,7 +10,6 @@
 
 #include "backend/backend.h"
 #include "backend/ops.h"
-#include "kv/kv_cache.h"
 #include "model/arch.h"
 #include "model/model.h"
 
@@ -67,8 +66,8 @@ class Step {
   // Begins the ubatch `in` on every backend (the KV slots already taken); logits of the
   // wanted rows are written to host memory at `logits` (n_out x n_vocab). `attention` says
   // how each layer attends (ArchModel::attention).
-  Step(const Hparams& hp, std::span<const LayerAttention> attention, const LayerBackends& placement, KVCache& kv,
-       const StepInputs& in, float* logits);
+  Step(const Hparams& hp, std::span<const LayerAttention> attention, const LayerBackends& placement,
+       const StepKV& kv, const StepInputs& in, float* logits);
 
   const Hparams& hp;
   F32Mat x;    // residual stream, n_tokens x n_embd

@@ -110,7 +110,7 @@ struct ContextOptions {
   int n_ctx = 0;            // tokens per sequence; 0 = min(n_ctx_train, 4096)
   int n_batch = 2048;       // max tokens one decode() call accepts
   int n_ubatch = 512;       // tokens per forward pass (a batch runs in chunks of this)
-  DType k_type = DType::F16;  // F32, F16, Q8_0 or Q4_0 (-ctk)
+  DType k_type = DType::F16;  // a KV type of backend/kv_types.h (-ctk)
   DType v_type = DType::F16;  // (-ctv)
   int n_seq = 1;            // independent sequences (each has its own block tables)
   int kv_blocks = 0;        // KV pool blocks (kv/kv_cache.h) of 32 tokens; 0 = every sequence at n_ctx

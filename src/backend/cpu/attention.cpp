@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "backend/cpu/attention_kernels.h"
+#include "backend/kv_types.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/op_checks.h"
 #include "util/thread_pool.h"
@@ -60,9 +61,9 @@ void check_args(const MatView& q, const int32_t* q_pos, const KVView& kv, const 
   const int64_t kv_cols = static_cast<int64_t>(p.n_head_kv) * p.head_dim;
   for (auto [type, row_bytes, data, name] : {std::tuple{kv.k_type, kv.k_row_bytes, kv.k, "K"},
                                              std::tuple{kv.v_type, kv.v_row_bytes, kv.v, "V"}}) {
-    if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
-      fail(ErrorKind::InvalidArgument, "attention: {} cache type {} is not one of f32, f16, q8_0, q4_0", name,
-           dtype_name(type));
+    if (!kv_type_known(type))
+      fail(ErrorKind::InvalidArgument, "attention: {} cache type {} is not one of {}", name, dtype_name(type),
+           kv_type_names());
     if (kv_cols % dtype_size(type).block_size != 0)
       fail(ErrorKind::InvalidArgument, "attention: {} row of {} elements is not whole {} blocks", name, kv_cols,
            dtype_name(type));

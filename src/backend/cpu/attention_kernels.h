@@ -42,7 +42,7 @@ struct TileRows {
 // The tile primitives, one set per SIMD level.
 struct Kernels {
   // Rows of `parts` runs of n elements (rows row_bytes apart from src) decoded from `type`
-  // (f32, f16, q8_0, q4_0), run-major: dst[p * part_stride + j * n + i] = element p * n + i
+  // (a KV type, backend/kv_types.h), run-major: dst[p * part_stride + j * n + i] = element p * n + i
   // of row j. The rows are read in order, front to back. n is a multiple of the type's
   // block size and src starts on a block boundary.
   void (*to_f32_rows)(DType type, const uint8_t* src, size_t row_bytes, int n_rows, int parts, int64_t n, float* dst,

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "kv/kv_cache.h"
 #include "util/memory.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -52,7 +51,7 @@ size_t CpuBackend::memory_available() const { return system_memory().available; 
 std::unique_ptr<BackendBuffer> CpuBackend::allocate(size_t bytes) { return std::make_unique<HostBuffer>(bytes); }
 void CpuBackend::copy(void* dst, const void* src, size_t bytes) { std::memmove(dst, src, bytes); }
 
-void CpuBackend::begin_step(KVCache& kv, const StepInputs& in) {
+void CpuBackend::begin_step(const StepKV& kv, const StepInputs& in) {
   kv_ = &kv;
   in_ = in;
 }
@@ -90,11 +89,11 @@ void CpuBackend::gated_up(Activation act, const MatView& w_gate, const MatView& 
 void CpuBackend::rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) {
   ops::rope(pool_, q, head_dim, in_.pos, p);
   ops::rope(pool_, k, head_dim, in_.pos, p);
-  const DType kt = kv_->config().k_type, vt = kv_->config().v_type;
+  const KVLayerStorage& s = kv_->layers[layer];
   for (int t = 0; t < in_.n_tokens; ++t) {
-    const KVCache::Slot slot{in_.slots[t]};
-    ops::store_row(k.row(t), k.cols, kt, kv_->k_row(layer, in_.seq[t], slot));
-    ops::store_row(v.row(t), v.cols, vt, kv_->v_row(layer, in_.seq[t], slot));
+    const int64_t row = kv_->row(s.group, t);
+    ops::store_row(k.row(t), k.cols, s.k_type, static_cast<uint8_t*>(s.k) + row * s.k_row_bytes);
+    ops::store_row(v.row(t), v.cols, s.v_type, static_cast<uint8_t*>(s.v) + row * s.v_row_bytes);
   }
 }
 

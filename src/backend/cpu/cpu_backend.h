@@ -35,7 +35,7 @@ class CpuBackend final : public Backend {
   void read(void* host, const void* src, size_t bytes) override { copy(host, src, bytes); }
   size_t scratch_bytes(int, int) const override { return 0; }
 
-  void begin_step(KVCache& kv, const StepInputs& in) override;
+  void begin_step(const StepKV& kv, const StepInputs& in) override;
   void embed(const MatView& table, float scale, F32Mat x) override;
   void rms_norm(const MatView& x, const float* w, float eps, F32Mat y) override;
   void rope(F32Mat x, int head_dim, const RopeParams& p) override;
@@ -57,7 +57,7 @@ class CpuBackend final : public Backend {
  private:
   MatView normalised(const MatmulInput& in);  // in.x, or its norm computed into in.normed
   ThreadPool& pool_;
-  KVCache* kv_ = nullptr;
+  const StepKV* kv_ = nullptr;
   StepInputs in_;
 };
 

@@ -1,6 +1,7 @@
 // Writing one f32 K or V row into a KV ring slot in the cache's type. The encoders are the
 // reference quantizers of tensor/quant.h, so what attention reads back is exactly what
 // dequantize_row of that type gives.
+#include "backend/kv_types.h"
 #include "backend/ops.h"
 #include "tensor/quant.h"
 #include "util/error.h"
@@ -8,9 +9,9 @@
 namespace ember::ops {
 
 void store_row(const float* src, int64_t n, DType type, void* dst) {
-  if (type != DType::F32 && type != DType::F16 && type != DType::Q8_0 && type != DType::Q4_0)
-    fail(ErrorKind::InvalidArgument, "store_row: KV cache type {} is not one of f32, f16, q8_0, q4_0",
-         dtype_name(type));
+  if (!kv_type_known(type))
+    fail(ErrorKind::InvalidArgument, "store_row: KV cache type {} is not one of {}", dtype_name(type),
+         kv_type_names());
   const int block = dtype_size(type).block_size;
   if (n < 0 || n % block != 0)
     fail(ErrorKind::InvalidArgument, "store_row: row of {} elements is not a multiple of the {} block size {}", n,
