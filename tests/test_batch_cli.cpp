@@ -130,6 +130,32 @@ TEST_CASE("batch --draft MODEL gives every request what run gives it alone, draf
   CHECK(accepted == drafted);  // the model itself: every greedy draft is its own argmax
 }
 
+TEST_CASE("batch --context-shift: requests longer than the context shift it as run does alone") {
+  TempDir dir("batch-shift");
+  const std::string prompts[] = {"The", "Once upon a time", "A"};
+  std::string jsonl;
+  for (int i = 0; i < 3; ++i)
+    jsonl += "{\"prompt\": " + json::quote(prompts[i]) + ", \"max_tokens\": " + std::to_string(60 + 10 * i) +
+             (i == 1 ? ", \"temperature\": 0.8, \"seed\": 3}\n" : ", \"temperature\": 0}\n");
+  const std::string path = write_file(dir, "requests.jsonl", jsonl);
+  const ProcessResult r = run_ember({"batch", "-m", aidreams_gguf(), "-f", path, "-np", "3", "-c", "32",
+                                     "--context-shift", "--keep", "2", "--batch-tokens", "7"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<json::Value> lines = result_lines(r.out);
+  REQUIRE(lines.size() == 3);
+  int past_the_context = 0;
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    std::vector<std::string> flags{"-c", "32", "--context-shift", "--keep", "2"};
+    if (i == 1) flags.insert(flags.end(), {"--temp", "0.8", "-s", "3"});
+    else flags.insert(flags.end(), {"--temp", "0"});
+    CHECK(lines[i].at("text").as_string() == run_alone(prompts[i], 60 + 10 * i, flags));
+    past_the_context += lines[i].at("completion_tokens").as_int() > 32;
+  }
+  CHECK(past_the_context > 0);
+}
+
 TEST_CASE("batch stop strings end a text before them") {
   TempDir dir("batch-stop");
   const std::string full = run_alone("The", 20, {"--temp", "0"});

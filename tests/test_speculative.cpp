@@ -32,6 +32,14 @@ SamplingParams greedy(float repeat_penalty = 1.0f) {
   return p;
 }
 
+SamplingParams sampled(float temperature, int top_k, uint64_t seed) {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_k = top_k;
+  p.seed = seed;
+  return p;
+}
+
 // Plain greedy decoding through Session: the reference the speculative output must equal.
 GenerationResult plain_run(const Model& model, const std::vector<int32_t>& prompt, const SamplingParams& params, int n,
                            ThreadPool& pool) {
@@ -151,11 +159,7 @@ TEST_CASE("speculative: the target cache after rejections equals a plain run's, 
   SpecModels& m = spec_models();
   ThreadPool pool(1);
   const std::vector<int32_t> prompt = prompt_tokens("Once upon a time");
-  SamplingParams params;
-  params.temperature = 1.0f;
-  params.top_k = 20;
-  params.seed = 5;
-  SpecSession spec(*m.target, m.noise.get(), params, pool);
+  SpecSession spec(*m.target, m.noise.get(), sampled(1.0f, 20, 5), pool);
   const GenerationResult r =
       spec.session.generate(prompt, {.max_tokens = 40, .ignore_eos = true, .draft = drafting(true, 4, true, 4)}, {});
   REQUIRE(r.draft.drafted > r.draft.accepted);  // rejections (and rollbacks) happened
@@ -179,9 +183,7 @@ TEST_CASE("speculative: seeded output is the same on every run") {
   SpecModels& m = spec_models();
   ThreadPool pool(2);
   const std::vector<int32_t> prompt = prompt_tokens("Once upon a time");
-  SamplingParams params;
-  params.temperature = 0.7f;
-  params.seed = 7;
+  const SamplingParams params = sampled(0.7f, 40, 7);
   for (const Model* draft : std::vector<const Model*>{m.q4.get(), nullptr}) {
     CAPTURE(draft != nullptr);
     std::vector<std::vector<int32_t>> runs;

@@ -69,7 +69,6 @@ int run_batch(BatchFlags& f) {
   if (f.n_parallel < 1 || f.n_parallel > 256) fail(ErrorKind::InvalidArgument, "-np {} must be in 1..256", f.n_parallel);
   if (f.batch_tokens < 1) fail(ErrorKind::InvalidArgument, "--batch-tokens {} must be at least 1", f.batch_tokens);
   if (f.kv_size < 0) fail(ErrorKind::InvalidArgument, "--kv-size {} must be >= 0", f.kv_size);
-  if (f.gen.context_shift) fail(ErrorKind::InvalidArgument, "--context-shift: batch preempts instead of shifting");
   const SequenceDrafting draft = sequence_drafting(f.gen.draft);
   ModelSetup setup = model_setup(f.gen);
   setup.context.n_seq = f.n_parallel;

@@ -45,7 +45,6 @@ void check(const ServeFlags& f) {
   if (f.http.max_connections < 1) fail(ErrorKind::InvalidArgument, "--max-connections must be at least 1");
   if (f.shutdown != "finish" && f.shutdown != "cancel")
     fail(ErrorKind::InvalidArgument, "--shutdown '{}' must be finish or cancel", f.shutdown);
-  if (f.gen.context_shift) fail(ErrorKind::InvalidArgument, "--context-shift: serve preempts instead of shifting");
   sequence_drafting(f.gen.draft);  // refuses --draft MODEL with --draft-ngram N
 }
 

@@ -37,7 +37,8 @@ Scheduler::Scheduler(Context& ctx, const SchedulerOptions& options, Events event
   // within what sliding-window layers keep behind them (one ubatch).
   max_rows_ = std::min(max_verify_rows(ctx), ctx.options().n_ubatch);
   const KVCache& kv = ctx.kv_cache();
-  limits_ = SchedulerLimits{ctx.n_ctx(), kv.global_stats().total, kv.block_size(), opts_.draft != nullptr};
+  limits_ = SchedulerLimits{ctx.n_ctx(), kv.global_stats().total, kv.block_size(), opts_.draft != nullptr,
+                            ctx.options().policy == ContextPolicy::Shift};
   if (opts_.draft) {
     if (opts_.draft->options().n_seq < n_seq)
       fail(ErrorKind::InvalidArgument, "the draft model's context has {} sequences, the target's {}",
@@ -56,7 +57,7 @@ void check_request(const SequenceRequest& request, const SchedulerLimits& limits
   const size_t n_ctx = static_cast<size_t>(limits.n_ctx);
   const size_t n_prompt = request.prompt.size();
   size_t longest = n_prompt + static_cast<size_t>(std::max(1, request.max_tokens));
-  if (request.may_fill_context || request.context_shift) {
+  if (request.may_fill_context || request.context_shift || limits.context_shift) {
     if (n_prompt > n_ctx)
       fail(ErrorKind::ContextFull, "the prompt is {} tokens but the context holds only {} (raise -c)", n_prompt, n_ctx);
     longest = std::min(request.max_tokens < 0 ? n_ctx : longest, n_ctx);
@@ -80,6 +81,7 @@ void check_request(const SequenceRequest& request, const SchedulerLimits& limits
 
 int Scheduler::submit(SequenceRequest request) {
   check_request(request, limits_);
+  request.context_shift = request.context_shift || limits_.context_shift;
   stats_.prompt_tokens += static_cast<int64_t>(request.prompt.size());
   waiting_.push_back(std::make_unique<Sequence>(next_id_, std::move(request), ctx_.n_ctx(), opts_.tokenizer));
   return next_id_++;

@@ -81,7 +81,7 @@ struct SequenceRequest {
   int top_logprobs = -1;             // >= 0: report each token's log-probability and this many likeliest
   SequenceDrafting draft;            // speculative drafting (off by default)
   // A full context drops old tokens (after the context's n_keep) and goes on, instead of
-  // ending the sequence (--context-shift).
+  // ending the sequence (--context-shift: a context with ContextPolicy::Shift sets it for all).
   bool context_shift = false;
   // max_tokens may exceed what the context holds: the sequence then ends when the context is
   // full (run, chat) instead of being refused when submitted (batch, serve).
@@ -108,6 +108,7 @@ struct SchedulerLimits {
   int pool_blocks = 0;  // of the global layers; 0: no pool limit
   int block_size = 1;
   bool draft_model = false;  // requests may draft with a draft model
+  bool context_shift = false;  // every request shifts its context (the context's ContextPolicy::Shift)
 };
 // Throws what Scheduler::submit throws for a request that cannot run.
 void check_request(const SequenceRequest& request, const SchedulerLimits& limits);
