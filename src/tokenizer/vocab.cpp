@@ -88,18 +88,18 @@ int32_t TokenIndex::find(const std::vector<TokenEntry>& tokens, std::string_view
   }
 }
 
-Vocab Vocab::from_gguf(const gguf::File& f) {
-  Vocab v;
+namespace {
+
+VocabModel vocab_model(const gguf::File& f) {
   const auto model = f.find_string("tokenizer.ggml.model");
   if (!model) fail(ErrorKind::Format, "{}: no tokenizer.ggml.model: the file carries no vocabulary", f.source());
-  if (*model == "llama") {
-    v.model = VocabModel::SentencePiece;
-  } else if (*model == "gpt2") {
-    v.model = VocabModel::BytePairBpe;
-  } else {
-    fail(ErrorKind::Unsupported, "{}: tokenizer.ggml.model '{}' is not supported (supported: llama, gpt2)", f.source(), *model);
-  }
+  if (*model == "llama") return VocabModel::SentencePiece;
+  if (*model == "gpt2") return VocabModel::BytePairBpe;
+  fail(ErrorKind::Unsupported, "{}: tokenizer.ggml.model '{}' is not supported (supported: llama, gpt2)", f.source(), *model);
+}
 
+// The token texts, scores and types, each array checked against the others' length.
+std::vector<TokenEntry> read_tokens(const gguf::File& f) {
   const gguf::ArrayView* tokens = f.find_array(kTokens);
   if (!tokens) fail(ErrorKind::Format, "{}: {} is missing", f.source(), kTokens);
   if (tokens->element_type() != gguf::ValueType::STRING)
@@ -113,10 +113,9 @@ Vocab Vocab::from_gguf(const gguf::File& f) {
     if (arr && arr->size() != n)
       fail(ErrorKind::Format, "{}: {} has {} entries but {} has {}", f.source(), key, arr->size(), kTokens, n);
   }
-
-  v.tokens.resize(n);
+  std::vector<TokenEntry> out(n);
   for (uint64_t i = 0; i < n; ++i) {
-    TokenEntry& t = v.tokens[i];
+    TokenEntry& t = out[i];
     t.text = std::string(tokens->string_at(i));
     if (scores) t.score = static_cast<float>(scores->float_at(i));
     if (types) {
@@ -124,30 +123,30 @@ Vocab Vocab::from_gguf(const gguf::File& f) {
       t.type = (ty >= 0 && ty <= 6) ? static_cast<TokenType>(ty) : TokenType::Undefined;
     }
   }
+  return out;
+}
 
-  v.build_index();
-  const int n_vocab = static_cast<int>(n);
-  const bool spm = v.model == VocabModel::SentencePiece;
-  if (spm) {
-    // SentencePiece conventions (and llama.cpp's defaults for files that omit the keys).
+// A byte-level BPE vocabulary's pre-tokenizer and merges.
+void read_bpe(const gguf::File& f, Vocab& v) {
+  const auto pre = f.find_string("tokenizer.ggml.pre");
+  v.pre = pre ? std::string(*pre) : std::string("default");
+  const PreTokenizer kind = pretokenizer_from_name(v.pre);  // unknown names fail here
+  if (kind == PreTokenizer::Llama3) {
+    v.ignore_merges = true;  // tokenizer.json "ignore_merges": true
     v.add_bos = true;
-    v.add_space_prefix = true;
-  } else {
-    const auto pre = f.find_string("tokenizer.ggml.pre");
-    v.pre = pre ? std::string(*pre) : std::string("default");
-    const PreTokenizer kind = pretokenizer_from_name(v.pre);  // unknown names fail here
-    if (kind == PreTokenizer::Llama3) {
-      v.ignore_merges = true;  // tokenizer.json "ignore_merges": true
-      v.add_bos = true;
-    }
-    const gguf::ArrayView* merges = f.find_array("tokenizer.ggml.merges");
-    if (!merges) fail(ErrorKind::Format, "{}: tokenizer.ggml.merges is missing (required by the gpt2 tokenizer model)", f.source());
-    if (merges->element_type() != gguf::ValueType::STRING)
-      fail(ErrorKind::Format, "{}: tokenizer.ggml.merges holds {}, expected strings", f.source(), gguf::value_type_name(merges->element_type()));
-    v.merges.reserve(merges->size());
-    for (uint64_t i = 0; i < merges->size(); ++i) v.merges.emplace_back(merges->string_at(i));
   }
+  const gguf::ArrayView* merges = f.find_array("tokenizer.ggml.merges");
+  if (!merges) fail(ErrorKind::Format, "{}: tokenizer.ggml.merges is missing (required by the gpt2 tokenizer model)", f.source());
+  if (merges->element_type() != gguf::ValueType::STRING)
+    fail(ErrorKind::Format, "{}: tokenizer.ggml.merges holds {}, expected strings", f.source(), gguf::value_type_name(merges->element_type()));
+  v.merges.reserve(merges->size());
+  for (uint64_t i = 0; i < merges->size(); ++i) v.merges.emplace_back(merges->string_at(i));
+}
 
+// Special token ids and the add-BOS/EOS/space flags (SentencePiece defaults where absent).
+void read_specials(const gguf::File& f, Vocab& v) {
+  const int n_vocab = static_cast<int>(v.tokens.size());
+  const bool spm = v.model == VocabModel::SentencePiece;
   v.special.bos = read_id(f, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, n_vocab, true);
   v.special.eos = read_id(f, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, n_vocab, true);
   v.special.unk = read_id(f, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, n_vocab, false);
@@ -162,18 +161,39 @@ Vocab Vocab::from_gguf(const gguf::File& f) {
     fail(ErrorKind::Format, "{}: tokenizer.ggml.add_bos_token is set but the vocabulary has no BOS token", f.source());
   if (v.add_eos && v.special.eos < 0)
     fail(ErrorKind::Format, "{}: tokenizer.ggml.add_eos_token is set but the vocabulary has no EOS token", f.source());
+}
 
-  // End of generation: EOS/EOT/EOM plus the end-of-turn markers of the chat formats, which
-  // older converters did not record in metadata.
+// End of generation: EOS/EOT/EOM plus the end-of-turn markers of the chat formats, which
+// older converters did not record in metadata.
+std::vector<int32_t> eog_ids_of(const Vocab& v) {
+  std::vector<int32_t> ids;
   for (int32_t id : {v.special.eos, v.special.eot, v.special.eom}) {
-    if (id >= 0) v.eog_ids.push_back(id);
+    if (id >= 0) ids.push_back(id);
   }
-  for (int32_t id = 0; id < n_vocab; ++id) {
+  for (int32_t id = 0; id < static_cast<int32_t>(v.tokens.size()); ++id) {
     const TokenEntry& t = v.tokens[id];
     const bool special = t.type == TokenType::Control || t.type == TokenType::UserDefined;
-    if (special && ends_a_turn(t.text) && std::find(v.eog_ids.begin(), v.eog_ids.end(), id) == v.eog_ids.end())
-      v.eog_ids.push_back(id);
+    if (special && ends_a_turn(t.text) && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
+  return ids;
+}
+
+}  // namespace
+
+Vocab Vocab::from_gguf(const gguf::File& f) {
+  Vocab v;
+  v.model = vocab_model(f);
+  v.tokens = read_tokens(f);
+  v.build_index();
+  if (v.model == VocabModel::SentencePiece) {
+    // SentencePiece conventions (and llama.cpp's defaults for files that omit the keys).
+    v.add_bos = true;
+    v.add_space_prefix = true;
+  } else {
+    read_bpe(f, v);
+  }
+  read_specials(f, v);
+  v.eog_ids = eog_ids_of(v);
   return v;
 }
 
