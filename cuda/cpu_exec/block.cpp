@@ -19,8 +19,8 @@ std::vector<std::unique_ptr<Fiber>>& fiber_pool(size_t n) {
   return pool;
 }
 
-bool same_site(const std::source_location& a, const std::source_location& b) {
-  return a.line() == b.line() && a.column() == b.column() && std::strcmp(a.file_name(), b.file_name()) == 0;
+bool same_site(const SourceSite& a, const SourceSite& b) {
+  return a.line == b.line && std::strcmp(a.file, b.file) == 0;
 }
 
 uint3 coords(int t, dim3 d) {
@@ -31,11 +31,11 @@ uint3 coords(int t, dim3 d) {
 }  // namespace
 
 // The path from cuda/ or tests/ on: short, and the same on every machine.
-std::string site_name(const std::source_location& where) {
-  const char* file = where.file_name();
+std::string site_name(const SourceSite& where) {
+  const char* file = where.file;
   for (const char* dir : {"/cuda/", "/tests/"})
     if (const char* p = std::strstr(file, dir)) file = p + 1;
-  return fmt::format("{}:{}", file, where.line());
+  return fmt::format("{}:{}", file, where.line);
 }
 
 Block::Block(dim3 block_dim, Order order, uint64_t seed)
@@ -130,7 +130,7 @@ void Block::make_ready(int thread) {
 
 void Block::wait() { fibers_[static_cast<size_t>(current_)]->suspend(scheduler_); }
 
-void Block::sync_threads(std::source_location where) {
+void Block::sync_threads(SourceSite where) {
   for (int t = 0; exited_ > 0 && t < n_threads_; ++t)
     if (threads_[static_cast<size_t>(t)].state == State::Exited)
       fail_here(fmt::format("reaches __syncthreads at {} after thread {} returned without reaching it",
@@ -154,7 +154,7 @@ void Block::sync_threads(std::source_location where) {
 }
 
 const Exchange& Block::exchange(const char* op, uint32_t mask, int width, const void* value, size_t bytes,
-                                std::source_location where) {
+                                SourceSite where) {
   if (!(mask & (1u << lane())))
     fail_here(fmt::format("calls {} at {} with mask {:#010x}, which leaves out its own lane {}", op, site_name(where),
                           mask, lane()));
@@ -174,7 +174,7 @@ void Block::done_reading(const Exchange& ex) {
 }
 
 // A collective may only wait for lanes that exist and can still arrive.
-void Block::check_joinable(uint32_t mask, const char* op, std::source_location where) const {
+void Block::check_joinable(uint32_t mask, const char* op, SourceSite where) const {
   const int warp = current_ / kWarpLanes;
   const int lanes = std::min(kWarpLanes, n_threads_ - warp * kWarpLanes);
   const uint32_t present = lanes == kWarpLanes ? ~0u : (1u << lanes) - 1;
@@ -196,7 +196,7 @@ void Block::check_joinable(uint32_t mask, const char* op, std::source_location w
 // The collective this lane joins: the open one over the same lanes, or a new one. Lanes of
 // one warp may run disjoint collectives at once (two half-warps); overlapping ones that
 // differ in mask, op or width can never all complete, which is the divergence to report.
-Exchange& Block::open_exchange(const char* op, uint32_t mask, int width, std::source_location where) {
+Exchange& Block::open_exchange(const char* op, uint32_t mask, int width, SourceSite where) {
   auto& open = open_[static_cast<size_t>(current_ / kWarpLanes)];
   for (Exchange* ex : open) {
     if (!(ex->mask & mask)) continue;

@@ -16,7 +16,7 @@
 #include <functional>
 #include <memory>
 #include <random>
-#include <source_location>
+#include "cuda/cpu_exec/source_site.h"
 #include <string>
 #include <vector>
 
@@ -35,14 +35,14 @@ struct Exchange {
   const char* op = nullptr;
   uint32_t mask = 0;
   int width = 0;
-  std::source_location where;
+  SourceSite where;
   uint32_t arrived = 0;
   int unread = 0;  // lanes yet to read the values, once all have arrived
   std::array<std::array<std::byte, kLaneBytes>, kWarpLanes> values{};
 };
 
 // "cuda/kernels/rms_norm.cuh:27": a call site as messages name it.
-std::string site_name(const std::source_location& where);
+std::string site_name(const SourceSite& where);
 
 class Block {
  public:
@@ -59,11 +59,11 @@ class Block {
   static Block& current();
 
   // For the synchronisation functions, called from inside a fiber.
-  void sync_threads(std::source_location where);
+  void sync_threads(SourceSite where);
   // Deposits this lane's value (bytes <= kLaneBytes) and returns once every lane of mask
   // has; the values stay valid until the lane calls done_reading.
   const Exchange& exchange(const char* op, uint32_t mask, int width, const void* value, size_t bytes,
-                           std::source_location where);
+                           SourceSite where);
   void done_reading(const Exchange& ex);
   int lane() const { return current_ % kWarpLanes; }
   [[noreturn]] void fail_here(const std::string& what) const;
@@ -72,7 +72,7 @@ class Block {
   enum class State { Ready, AtBarrier, InExchange, Exited };
   struct Thread {
     State state = State::Ready;
-    std::source_location where;  // of the barrier or collective it waits at
+    SourceSite where;  // of the barrier or collective it waits at
     const char* op = nullptr;
   };
 
@@ -81,8 +81,8 @@ class Block {
   void make_ready(int thread);
   int pick_next();
   void wait();  // suspends the running fiber until make_ready() and the scheduler resume it
-  void check_joinable(uint32_t mask, const char* op, std::source_location where) const;
-  Exchange& open_exchange(const char* op, uint32_t mask, int width, std::source_location where);
+  void check_joinable(uint32_t mask, const char* op, SourceSite where) const;
+  Exchange& open_exchange(const char* op, uint32_t mask, int width, SourceSite where);
   void close_exchange(int warp, Exchange& ex);
   std::string describe_waits() const;
   std::string thread_name(int thread) const;
@@ -100,7 +100,7 @@ class Block {
   int current_ = -1;
   int exited_ = 0;
   int barrier_arrived_ = 0;
-  std::source_location barrier_site_;
+  SourceSite barrier_site_;
   const std::function<void()>* body_ = nullptr;
   std::exception_ptr failure_;
   Context scheduler_;

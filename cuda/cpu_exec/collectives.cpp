@@ -8,7 +8,7 @@ namespace ember::cpu_exec {
 // 31 otherwise; segmask = c[12:8] picks a lane's segment, and a source lane past the
 // segment's bound (for xor: in a later segment) reads the caller's own value.
 int shuffle_source(ShuffleMode mode, int lane, unsigned b, int width, unsigned mask, const char* op,
-                   std::source_location where) {
+                   SourceSite where) {
   if (width < 1 || width > kWarpLanes || (width & (width - 1)) != 0)
     Block::current().fail_here(
         fmt::format("calls {} at {} with width {}, not a power of two in 1..32", op, site_name(where), width));
@@ -44,7 +44,7 @@ int shuffle_source(ShuffleMode mode, int lane, unsigned b, int width, unsigned m
   return src;
 }
 
-unsigned ballot(const char* op, unsigned mask, int predicate, std::source_location where) {
+unsigned ballot(const char* op, unsigned mask, int predicate, SourceSite where) {
   const int bit = predicate != 0;
   Block& block = Block::current();
   const Exchange& ex = block.exchange(op, mask, kWarpLanes, &bit, sizeof bit, where);

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <source_location>
+#include "cuda/cpu_exec/source_site.h"
 #include <tuple>
 #include <type_traits>
 
@@ -39,9 +39,9 @@ class ScopedSchedule {
 // The grid, and where the launch is written (taken implicitly, for messages).
 struct LaunchGrid {
   dim3 grid;
-  std::source_location where;
-  LaunchGrid(dim3 g, std::source_location w = std::source_location::current()) : grid(g), where(w) {}
-  LaunchGrid(unsigned g, std::source_location w = std::source_location::current()) : grid(g), where(w) {}
+  SourceSite where;
+  LaunchGrid(dim3 g, SourceSite w = SourceSite::current()) : grid(g), where(w) {}
+  LaunchGrid(unsigned g, SourceSite w = SourceSite::current()) : grid(g), where(w) {}
 };
 
 // Runs thread_body on every thread of every block; dynamic shared memory (shared_bytes) is
