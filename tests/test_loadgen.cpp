@@ -25,6 +25,7 @@
 #include "loadgen/workload.h"
 #include "sampling/rng.h"
 #include "util/error.h"
+#include "util/percentile.h"
 
 using namespace ember;
 using namespace ember::loadgen;
@@ -69,12 +70,17 @@ RequestResult ok_result(double ttft, double e2e, int tokens) {
 
 TEST_CASE("percentile and stats follow numpy (linear interpolation, population std)") {
   const std::vector<double> v{1, 2, 3, 4};
-  CHECK(percentile(v, 50) == doctest::Approx(2.5));
-  CHECK(percentile(v, 90) == doctest::Approx(3.7));
-  CHECK(percentile(v, 99) == doctest::Approx(3.97));
+  CHECK(percentile(v, 0.5) == doctest::Approx(2.5));
+  CHECK(percentile(v, 0.9) == doctest::Approx(3.7));
+  CHECK(percentile(v, 0.99) == doctest::Approx(3.97));
   CHECK(percentile(v, 0) == 1);
-  CHECK(percentile(v, 100) == 4);
-  CHECK(percentile({7}, 99) == 7);
+  CHECK(percentile(v, 1) == 4);
+  CHECK(percentile(std::vector<double>{7}, 0.99) == 7);
+  CHECK(percentile(std::vector<double>{}, 0.5) == 0);
+  // Floats (the KLD listing) too; an exact rank ignores an infinite neighbour.
+  const std::vector<float> f{1, 2, INFINITY};
+  CHECK(percentile(f, 0.5) == 2);
+  CHECK(percentile(f, 0.25) == doctest::Approx(1.5));
   const Stats s = stats_of({9, 2, 4, 4, 5, 4, 7, 5});  // unsorted on purpose
   CHECK(s.count == 8);
   CHECK(s.mean == doctest::Approx(5));

@@ -9,17 +9,12 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/percentile.h"
 
 namespace ember {
 namespace {
 using Clock = std::chrono::steady_clock;
 }  // namespace
-
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const size_t rank = static_cast<size_t>(std::ceil(p * sorted.size()));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
 
 std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const std::vector<CompletionRequest>& requests,
                                        const SchedulerOptions& options, const SequenceDrafting& draft,

@@ -45,7 +45,4 @@ std::vector<BatchResult> run_batch_job(Context& ctx, const Tokenizer& tok, const
 // "requests/s, tokens/s, TTFT and ITL p50/p90/p99" as a few lines for stderr.
 std::string format_batch_summary(const BatchSummary& s);
 
-// p in [0, 1] of sorted values (nearest rank); 0 when empty.
-double percentile(const std::vector<double>& sorted, double p);
-
 }  // namespace ember

@@ -7,6 +7,7 @@
 
 #include "eval/log_softmax.h"
 #include "util/error.h"
+#include "util/percentile.h"
 
 namespace ember::eval {
 
@@ -121,22 +122,6 @@ std::string KldAccumulator::chunk_row(int chunk) const {
                      100 * rms.error, 100 * top.value, 100 * top.error);
 }
 
-double percentile_sorted(std::span<const float> v, double fraction) {
-  if (v.empty()) return 0;
-  if (fraction <= 0) return v.front();
-  if (fraction >= 1) return v.back();
-  const double p = fraction * double(v.size() - 1);
-  const size_t i = size_t(p);
-  const double w = p - double(i);
-  return (1 - w) * v[i] + w * v[std::min(i + 1, v.size() - 1)];
-}
-
-double median_sorted(std::span<const float> v) {
-  if (v.empty()) return 0;
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (double(v[n / 2]) + double(v[n / 2 - 1]));
-}
-
 std::string KldAccumulator::report() const {
   std::string out;
   auto it = std::back_inserter(out);
@@ -168,10 +153,10 @@ std::string KldAccumulator::report() const {
   fmt::format_to(it, "Mean    KLD: {:10.6f} ± {:10.6f}\n", k.value, k.error);
   fmt::format_to(it, "Maximum KLD: {:10.6f}\n", kl.back());
   const std::pair<const char*, double> kl_points[] = {{"99.9%", .999}, {"99.0%", .99}, {"95.0%", .95}, {"90.0%", .90}};
-  for (auto [name, f] : kl_points) fmt::format_to(it, "{:<8}KLD: {:10.6f}\n", name, percentile_sorted(kl, f));
-  fmt::format_to(it, "Median  KLD: {:10.6f}\n", median_sorted(kl));
+  for (auto [name, f] : kl_points) fmt::format_to(it, "{:<8}KLD: {:10.6f}\n", name, percentile(kl, f));
+  fmt::format_to(it, "Median  KLD: {:10.6f}\n", percentile(kl, 0.5));
   const std::pair<const char*, double> kl_low[] = {{"10.0%", .10}, {" 5.0%", .05}, {" 1.0%", .01}, {" 0.1%", .001}};
-  for (auto [name, f] : kl_low) fmt::format_to(it, "{:<8}KLD: {:10.6f}\n", name, percentile_sorted(kl, f));
+  for (auto [name, f] : kl_low) fmt::format_to(it, "{:<8}KLD: {:10.6f}\n", name, percentile(kl, f));
   fmt::format_to(it, "Minimum KLD: {:10.6f}\n\n", kl.front());
 
   const Estimate d = p_diff();
@@ -180,11 +165,11 @@ std::string KldAccumulator::report() const {
   fmt::format_to(it, "Maximum Δp: {:6.3f}%\n", 100 * dp.back());
   const std::pair<const char*, double> dp_points[] = {{"99.9%", .999}, {"99.0%", .99}, {"95.0%", .95},
                                                       {"90.0%", .90},  {"75.0%", .75}};
-  for (auto [name, f] : dp_points) fmt::format_to(it, "{:<8}Δp: {:6.3f}%\n", name, 100 * percentile_sorted(dp, f));
-  fmt::format_to(it, "Median  Δp: {:6.3f}%\n", 100 * median_sorted(dp));
+  for (auto [name, f] : dp_points) fmt::format_to(it, "{:<8}Δp: {:6.3f}%\n", name, 100 * percentile(dp, f));
+  fmt::format_to(it, "Median  Δp: {:6.3f}%\n", 100 * percentile(dp, 0.5));
   const std::pair<const char*, double> dp_low[] = {{"25.0%", .25}, {"10.0%", .10}, {" 5.0%", .05}, {" 1.0%", .01},
                                                    {" 0.1%", .001}};
-  for (auto [name, f] : dp_low) fmt::format_to(it, "{:<8}Δp: {:6.3f}%\n", name, 100 * percentile_sorted(dp, f));
+  for (auto [name, f] : dp_low) fmt::format_to(it, "{:<8}Δp: {:6.3f}%\n", name, 100 * percentile(dp, f));
   fmt::format_to(it, "Minimum Δp: {:6.3f}%\n", 100 * dp.front());
   const Estimate rms = p_diff_rms();
   fmt::format_to(it, "RMS Δp    : {:6.3f} ± {:5.3f} %\n", 100 * rms.value, 100 * rms.error);

@@ -58,9 +58,4 @@ class KldAccumulator {
   std::vector<uint8_t> in_top_;  // scratch mask over the vocabulary
 };
 
-// Linear-interpolated percentile of sorted values, fraction in [0, 1] (llama.cpp's rule:
-// position fraction * (n - 1)).
-double percentile_sorted(std::span<const float> sorted, double fraction);
-double median_sorted(std::span<const float> sorted);
-
 }  // namespace ember::eval

@@ -6,15 +6,9 @@
 #include <string>
 
 #include "util/error.h"
+#include "util/percentile.h"
 
 namespace ember::loadgen {
-
-double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(rank)), hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (rank - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
 
 Stats stats_of(std::vector<double> values) {
   Stats s;
@@ -25,9 +19,9 @@ Stats stats_of(std::vector<double> values) {
   double sq = 0;
   for (double v : values) sq += (v - s.mean) * (v - s.mean);
   s.std = std::sqrt(sq / static_cast<double>(s.count));
-  s.median = percentile(values, 50);
-  s.p90 = percentile(values, 90);
-  s.p99 = percentile(values, 99);
+  s.median = percentile(values, 0.5);
+  s.p90 = percentile(values, 0.9);
+  s.p99 = percentile(values, 0.99);
   return s;
 }
 

@@ -14,9 +14,6 @@ struct Stats {
   double mean = 0, median = 0, std = 0, p90 = 0, p99 = 0;  // all 0 when count is 0
 };
 
-// The p-th percentile (0..100) of sorted values, interpolating linearly between the two
-// nearest ranks (numpy's default).
-double percentile(const std::vector<double>& sorted, double p);
 // std is the population standard deviation (numpy's default, as vLLM reports it).
 Stats stats_of(std::vector<double> values);
 
