@@ -70,10 +70,6 @@ class CudaBackend final : public Backend {
     if (replayed(Op::RmsNorm, x, w, y)) return;
     k_.rms_norm(x, w, eps, y, stream_);
   }
-  void rope(F32Mat x, int head_dim, const RopeParams& p) override {
-    if (replayed(Op::Rope, x, head_dim)) return;
-    k_.rope(x, head_dim, dev_ints(step_.pos), p, stream_);
-  }
   void add(F32Mat a, const MatView& b) override {
     if (replayed(Op::Add, a, b)) return;
     k_.add(a, b, stream_);
@@ -123,7 +119,7 @@ class CudaBackend final : public Backend {
                    int64_t n, int head_dim, int32_t delta, const RopeParams& p) override;
 
  private:
-  enum class Op : uint64_t { Embed = 1, RmsNorm, Rope, Add, Matmul, MatmulSameInput, GatedUp, RopeStoreKV, Attention,
+  enum class Op : uint64_t { Embed = 1, RmsNorm, Add, Matmul, MatmulSameInput, GatedUp, RopeStoreKV, Attention,
                              GatherOut, Softcap };
   static bool is_quantised(DType t) { return t != DType::F32 && t != DType::F16 && t != DType::BF16; }
 

@@ -78,8 +78,6 @@ class Kernels {
   virtual void add(F32Mat a, const MatView& b, Stream s) const = 0;   // a += b; b.rows == 1 broadcasts
   virtual void scale(F32Mat a, float v, Stream s) const = 0;         // a *= v
   virtual void softcap(F32Mat a, float cap, Stream s) const = 0;     // a = cap * tanh(a / cap)
-  // out = act(gate) * up, act SiLU or GELU(tanh); out may alias gate or up.
-  virtual void glu(bool gelu, const MatView& gate, const MatView& up, F32Mat out, Stream s) const = 0;
   // Row r of src (f32) written in `type` (a KV type, backend/kv_types.h, as ops::store_row) to
   // dst + rows[r] * dst_row_bytes; rows is a device array of src.rows row numbers.
   virtual void store_rows(const MatView& src, DType type, void* dst, size_t dst_row_bytes, const int32_t* rows,

@@ -85,7 +85,6 @@ class Backend : public KVMemory {
   virtual void end_step() = 0;
   virtual void embed(const MatView& table, float scale, F32Mat x) = 0;    // x[t] = table[tokens[t]] * scale
   virtual void rms_norm(const MatView& x, const float* w, float eps, F32Mat y) = 0;
-  virtual void rope(F32Mat x, int head_dim, const RopeParams& p) = 0;     // row t at pos[t]
   virtual void add(F32Mat a, const MatView& b) = 0;                       // b.rows == 1 broadcasts
   virtual void matmul(const MatView& w, const MatView& x, F32Mat y) = 0;
   virtual void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatmulInput& x) = 0;

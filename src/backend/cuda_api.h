@@ -13,11 +13,4 @@ std::string device_name(int device);
 // "NVIDIA H200, 139.7 GiB, compute capability 9.0" (empty when the device cannot be queried).
 std::string device_description(int device);
 
-// y = rms_norm(x) on device 0, for tests and tools: uploads x (rows x dim, row-major f32) and
-// w (dim floats, or null for no weight), runs the kernel, downloads y. The same contract as
-// ops::rms_norm. Throws Error(Unsupported) without CUDA or a device, InvalidArgument for a
-// bad shape.
-void rms_norm_f32(const float* x_host, const float* w_host, float* y_host, int64_t rows, int64_t dim, float eps,
-                  bool one_plus_w);
-
 }  // namespace ember::cuda

@@ -64,7 +64,6 @@ void CpuBackend::embed(const MatView& table, float scale, F32Mat x) {
 void CpuBackend::rms_norm(const MatView& x, const float* w, float eps, F32Mat y) {
   ops::rms_norm(pool_, x, w, eps, false, y);
 }
-void CpuBackend::rope(F32Mat x, int head_dim, const RopeParams& p) { ops::rope(pool_, x, head_dim, in_.pos, p); }
 void CpuBackend::add(F32Mat a, const MatView& b) { ops::add(pool_, a, b); }
 void CpuBackend::matmul(const MatView& w, const MatView& x, F32Mat y) { ops::matmul(pool_, w, x, y); }
 MatView CpuBackend::normalised(const MatmulInput& in) {

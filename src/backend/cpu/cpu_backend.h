@@ -38,7 +38,6 @@ class CpuBackend final : public Backend {
   void begin_step(const StepKV& kv, const StepInputs& in) override;
   void embed(const MatView& table, float scale, F32Mat x) override;
   void rms_norm(const MatView& x, const float* w, float eps, F32Mat y) override;
-  void rope(F32Mat x, int head_dim, const RopeParams& p) override;
   void add(F32Mat a, const MatView& b) override;
   void matmul(const MatView& w, const MatView& x, F32Mat y) override;
   void matmul_same_input(std::initializer_list<ops::MatmulTarget> targets, const MatmulInput& x) override;
