@@ -1,4 +1,4 @@
-#include "cuda/cuda_backend.h"
+#include "backend/cuda_backend.h"
 
 #include <algorithm>
 #include <bit>

@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cuda/cuda_backend.h"
+#include "backend/cuda_backend.h"
 #include "cuda/device_memory.h"
 #include "cuda/device_select.h"
 #include "util/error.h"

@@ -6,7 +6,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda_api.h"
-#include "cuda/cuda_backend.h"
+#include "backend/cuda_backend.h"
 #include "util/error.h"
 
 namespace ember {

@@ -1,5 +1,5 @@
 // What the host code may ask of the CUDA backend. When ember is built without CUDA these
-// calls exist too (backend/cuda_stub.cpp): queries report "not built", work throws
+// calls exist too (cuda/no_cuda_stub.cpp): queries report "not built", work throws
 // Error(Unsupported), so callers and tests compile and link the same in both builds.
 #pragma once
 #include <cstdint>

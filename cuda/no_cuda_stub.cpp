@@ -1,4 +1,5 @@
-// Host-side fallbacks for builds without nvcc; cuda/*.cu provide the real ones.
+// Host-side fallbacks for builds without nvcc (cuda/*.cu provide the real ones): the CUDA
+// module answers for itself, so backend/ never includes cuda/.
 #include "backend/cuda_api.h"
 
 #if !defined(EMBER_HAVE_CUDA)
@@ -15,10 +16,6 @@ bool built() { return false; }
 int device_count() { return 0; }
 std::string device_name(int) { return {}; }
 std::string device_description(int) { return {}; }
-
-void rms_norm_f32(const float*, const float*, float*, int64_t, int64_t, float, bool) {
-  fail(ErrorKind::Unsupported, "cuda rms_norm: ember was built without CUDA");
-}
 
 }  // namespace ember::cuda
 #endif
