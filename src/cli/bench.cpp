@@ -18,7 +18,7 @@
 
 #include "util/thread_pool.h"
 #include "backend/kv_types.h"
-#include "cli/bench_bandwidth.h"
+#include "eval/bench_bandwidth.h"
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
 #include "cli/generation_flags.h"
@@ -197,11 +197,11 @@ int run_bench(BenchArgs& a) {
   const eval::BenchModelInfo info = describe_model(*model, std::filesystem::path(a.model).filename().string());
   std::vector<eval::BenchRow> rows;
   const bool all_on_device = model->device() != DeviceKind::Cpu && model->placement().first_device_layer == 0;
-  BenchBandwidth bandwidth(all_on_device ? model->device() : DeviceKind::Cpu, pool);
+  eval::BenchBandwidth bandwidth(all_on_device ? model->device() : DeviceKind::Cpu, pool);
   for (const eval::BenchTest& t : tests) {
     fmt::print(stderr, "bench: {} ({} warm-up, {} runs, {} threads)\n", t.name(), bo.warmup ? 1 : 0, bo.reps, n_threads);
     eval::BenchRow row;
-    // Decode tests get the bandwidth read between their tokens (cli/bench_bandwidth.h).
+    // Decode tests get the bandwidth read between their tokens (eval/bench_bandwidth.h).
     eval::BenchOptions test_opts = bo;
     if (t.n_gen > 0 && t.n_prompt == 0)
       test_opts.read_bandwidth = [&](double seconds) { return bandwidth.read(seconds); };

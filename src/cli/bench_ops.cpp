@@ -3,7 +3,7 @@
 //   ember bench-ops                      bandwidth, matvec GB/s per type (1 and -t threads), matmul GFLOP/s
 //   ember bench-ops -t 2 --types Q4_0,Q4_K --reps 9
 //   ember bench-ops --no-matmul          only the memory-bound part (and attention)
-//   ember bench-ops --gpu                only the GPU tables (bench_ops_gpu.cpp), which otherwise
+//   ember bench-ops --gpu                only the GPU tables (eval/bench_ops_gpu.cpp), which otherwise
 //                                        follow the CPU ones when a CUDA device is present
 //   EMBER_CUDA_ON_CPU=1 ember bench-ops --gpu --small   the same on the CPU execution, tiny shapes
 //
@@ -32,8 +32,8 @@
 #include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "cli/bench_ops_attention.h"
-#include "cli/bench_ops_gpu.h"
-#include "cli/bench_ops_weights.h"
+#include "eval/bench_ops_gpu.h"
+#include "eval/bench_ops_weights.h"
 #include "cli/commands.h"
 #include "eval/bench.h"
 #include "tensor/quant.h"
@@ -92,7 +92,7 @@ struct BenchWeights {
     copies = static_cast<int>(std::max<size_t>(1, (min_total_bytes + matrix_bytes - 1) / matrix_bytes));
     const size_t total = matrix_bytes * copies;
     data.reset(new uint8_t[total]);
-    fill_bench_rows(t, c, std::min<int64_t>(r, 32), data.get(), total);
+    eval::fill_bench_rows(t, c, std::min<int64_t>(r, 32), data.get(), total);
   }
   std::vector<PackedWeight> packed;  // when repacked: one per copy
 
@@ -208,7 +208,7 @@ void print_core_throughput(const std::vector<DType>& types) {
   }
 }
 
-// The GPU tables (bench_ops_gpu.h) when a CUDA device is present, or the CPU execution of
+// The GPU tables (eval/bench_ops_gpu.h) when a CUDA device is present, or the CPU execution of
 // the kernels (EMBER_CUDA_ON_CPU=1) with --small: at full size it would take hours there.
 void maybe_print_gpu_tables(const BenchOpsFlags& f) {
   const DeviceKind device = choose_placement(-1, 1).device;
@@ -220,7 +220,7 @@ void maybe_print_gpu_tables(const BenchOpsFlags& f) {
     fmt::print("\nGPU tables: skipped on the CPU execution of the kernels without --small\n");
     return;
   }
-  print_gpu_tables(device, f.small, f.reps);
+  eval::print_gpu_tables(device, f.small, f.reps);
 }
 
 int run_bench_ops(const BenchOpsFlags& f) {

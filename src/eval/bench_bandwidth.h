@@ -20,7 +20,7 @@ class CopyProbe;
 }
 }  // namespace ember
 
-namespace ember::cli {
+namespace ember::eval {
 
 class BenchBandwidth {
  public:
@@ -42,4 +42,4 @@ class BenchBandwidth {
   std::unique_ptr<cuda::CopyProbe> copies_;
 };
 
-}  // namespace ember::cli
+}  // namespace ember::eval

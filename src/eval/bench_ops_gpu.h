@@ -5,10 +5,10 @@
 #pragma once
 #include "backend/backend.h"
 
-namespace ember::cli {
+namespace ember::eval {
 
 // small: tiny shapes and few calls (for the CPU execution); else the shapes of a Llama-3-8B
 // layer, weights cycled over >= 1 GiB so that they come from device memory, not L2.
 void print_gpu_tables(DeviceKind device, bool small, int reps);
 
-}  // namespace ember::cli
+}  // namespace ember::eval

@@ -1,9 +1,9 @@
-#include "cli/bench_bandwidth.h"
+#include "eval/bench_bandwidth.h"
 
 #include "cuda/copy_probe.h"
 #include "cuda/device_select.h"
 
-namespace ember::cli {
+namespace ember::eval {
 
 BenchBandwidth::BenchBandwidth(DeviceKind device, ThreadPool& pool) : device_(device), pool_(pool) {
   switch (device) {
@@ -30,4 +30,4 @@ std::vector<double> BenchBandwidth::read(double seconds) {
   return {copies_->gb_per_s_over(seconds) * 1e9};
 }
 
-}  // namespace ember::cli
+}  // namespace ember::eval

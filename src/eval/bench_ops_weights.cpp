@@ -1,4 +1,4 @@
-#include "cli/bench_ops_weights.h"
+#include "eval/bench_ops_weights.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include "tensor/quant.h"
 
-namespace ember::cli {
+namespace ember::eval {
 
 void fill_bench_rows(DType type, int64_t cols, int64_t seed_rows, uint8_t* out, size_t total) {
   const size_t row_bytes = dtype_row_bytes(type, cols);
@@ -26,4 +26,4 @@ void fill_bench_rows(DType type, int64_t cols, int64_t seed_rows, uint8_t* out, 
     std::memcpy(out + off, out, std::min(seed_bytes, total - off));
 }
 
-}  // namespace ember::cli
+}  // namespace ember::eval

@@ -13,7 +13,7 @@
 //
 // Timing: a warm-up call, then batches of calls (as many as fill kBatchSeconds), each timed
 // by the wall clock around its launches and one stream synchronize; the median batch.
-#include "cli/bench_ops_gpu.h"
+#include "eval/bench_ops_gpu.h"
 
 #include <fmt/format.h>
 
@@ -25,14 +25,14 @@
 #include <vector>
 
 #include "backend/ops.h"
-#include "cli/bench_ops_weights.h"
+#include "eval/bench_ops_weights.h"
 #include "cuda/copy_probe.h"
 #include "cuda/device_memory.h"
 #include "cuda/device_select.h"
 #include "cuda/tensor_peak.h"
 #include "sampling/rng.h"
 
-namespace ember::cli {
+namespace ember::eval {
 
 namespace {
 
@@ -276,4 +276,4 @@ void print_gpu_tables(DeviceKind device, bool small, int reps) {
   rt.destroy_stream(s);
 }
 
-}  // namespace ember::cli
+}  // namespace ember::eval
