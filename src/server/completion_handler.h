@@ -5,7 +5,7 @@
 #pragma once
 #include <httplib.h>
 
-#include "server/http_server.h"
+#include "server/served_model.h"
 
 namespace ember::server {
 

@@ -6,9 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "server/api_request.h"
 #include "server/metrics.h"
-#include "server/serving_engine.h"
+#include "server/served_model.h"
 
 namespace httplib {
 class Server;
@@ -23,14 +22,6 @@ struct ServerOptions {
   size_t max_body_bytes = 4u << 20;    // 413 beyond
   int max_connections = 128;           // served at once; more wait in the kernel's backlog
   int read_timeout_s = 30;             // a client that stops sending its request
-};
-
-// What the server answers with once the model is loaded.
-struct ServedModel {
-  ServingEngine* engine = nullptr;
-  const Tokenizer* tokenizer = nullptr;
-  ApiContext api;
-  int64_t created = 0;  // unix seconds, for /v1/models
 };
 
 class HttpServer {
