@@ -182,7 +182,9 @@ TEST_CASE("batch refuses a bad request line naming it, with exit code 2") {
       {"{\"prompt\": \"a\", \"messages\": []}", "exactly one of"},
       {"{\"prompt\": \"a\"", "batch"},
   };
-  for (const auto& [line, message] : cases) {
+  for (const auto& c : cases) {
+    const std::string& line = c.first;  // not a structured binding: clang 14's CAPTURE lambda cannot name one
+    const std::string& message = c.second;
     CAPTURE(line);
     const std::string path = write_file(dir, "r.jsonl", "{\"prompt\": \"fine\"}\n" + line + "\n");
     const ProcessResult r = run_ember({"batch", "-m", aidreams_gguf(), "-f", path});
