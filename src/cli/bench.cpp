@@ -135,7 +135,8 @@ std::vector<eval::BenchRow> speculative_rows(const BenchArgs& a, const Model& mo
   return rows;
 }
 
-int run_bench(BenchArgs& a) {
+// Refuses flags that contradict each other, in one line each.
+void check_bench_args(const BenchArgs& a) {
   if (a.output != "md" && a.output != "json" && a.output != "csv") {
     fail(ErrorKind::InvalidArgument, "-o {}: expected md, json or csv", a.output);
   }
@@ -150,54 +151,42 @@ int run_bench(BenchArgs& a) {
   if (!a.prompt_file.empty() && !a.draft.enabled())
     fail(ErrorKind::InvalidArgument, "-f {}: the prompt file is for the speculative rows (--draft/--draft-ngram)",
          a.prompt_file);
-  const int n_threads = a.n_threads > 0 ? a.n_threads : ThreadPool::default_threads();
-  LoadOptions lo;
-  lo.n_threads = n_threads;
-  lo.print_plan = false;
-  lo.repack = !a.no_repack;
-  lo.gpu_layers = a.gpu_layers;
-  auto model = Model::load(a.model, lo);
-  const Tokenizer tok = Tokenizer::from_gguf(model->gguf());
+}
 
+// -np: batched decoding at each sequence count, then the static-against-continuous workloads.
+int run_parallel_bench(const BenchArgs& a, const Model& model, ThreadPool& pool, const ContextOptions& co,
+                       int n_threads) {
+  if (a.n_prompt < 1 || a.n_gen < 1) fail(ErrorKind::InvalidArgument, "-np needs -p and -n of at least 1");
+  std::vector<eval::BatchedRow> rows;
+  for (int n_seq : parse_parallel_list(a.parallel)) {
+    fmt::print(stderr, "bench: {} sequences x pp{} + tg{} ({} runs, {} threads)\n", n_seq, a.n_prompt, a.n_gen, a.reps,
+               n_threads);
+    rows.push_back(eval::run_batched(model, pool, co, n_seq, a.n_prompt, a.n_gen, a.reps, 1234));
+  }
+  std::vector<eval::WorkloadRow> workloads;
+  for (const eval::LengthMix mix : {eval::LengthMix::Uniform, eval::LengthMix::LongTail}) {
+    fmt::print(stderr, "bench: workload of {} lengths, static against continuous batching\n",
+               eval::length_mix_name(mix));
+    workloads.push_back(eval::run_workload(model, pool, co, rows.back().n_seq, a.n_prompt, a.n_gen, mix, 99));
+  }
+  fmt::print("{}", eval::format_batched_markdown(rows, workloads));
+  return 0;
+}
+
+// llama-bench's pp and tg rows, each with its roofline.
+std::vector<eval::BenchRow> test_rows(const BenchArgs& a, const Model& model, const Tokenizer& tok, ThreadPool& pool,
+                                      const ContextOptions& co, int n_threads) {
   std::vector<eval::BenchTest> tests;
   if (a.n_prompt > 0) tests.push_back({a.n_prompt, 0, a.n_depth});
   if (a.n_gen > 0) tests.push_back({0, a.n_gen, a.n_depth});
-
-  ContextOptions co;
-  co.n_ctx = a.n_depth + std::max(a.n_prompt, a.n_gen);
-  co.n_batch = a.n_batch;
-  co.n_ubatch = std::min(a.n_ubatch, a.n_batch);
-  co.k_type = parse_kv_type(a.ctk, "-ctk");
-  co.v_type = parse_kv_type(a.ctv, "-ctv");
-  co.print_plan = false;
-  ThreadPool pool(n_threads);
-  if (!a.parallel.empty()) {
-    if (a.n_prompt < 1 || a.n_gen < 1) fail(ErrorKind::InvalidArgument, "-np needs -p and -n of at least 1");
-    std::vector<eval::BatchedRow> rows;
-    for (int n_seq : parse_parallel_list(a.parallel)) {
-      fmt::print(stderr, "bench: {} sequences x pp{} + tg{} ({} runs, {} threads)\n", n_seq, a.n_prompt, a.n_gen, a.reps,
-                 n_threads);
-      rows.push_back(eval::run_batched(*model, pool, co, n_seq, a.n_prompt, a.n_gen, a.reps, 1234));
-    }
-    std::vector<eval::WorkloadRow> workloads;
-    for (const eval::LengthMix mix : {eval::LengthMix::Uniform, eval::LengthMix::LongTail}) {
-      fmt::print(stderr, "bench: workload of {} lengths, static against continuous batching\n",
-                 eval::length_mix_name(mix));
-      workloads.push_back(eval::run_workload(*model, pool, co, rows.back().n_seq, a.n_prompt, a.n_gen, mix, 99));
-    }
-    fmt::print("{}", eval::format_batched_markdown(rows, workloads));
-    return 0;
-  }
-  Context ctx(*model, co, pool);
-
+  Context ctx(model, co, pool);
   eval::BenchOptions bo;
   bo.reps = a.reps;
   bo.n_batch = a.n_batch;
   bo.warmup = !a.no_warmup;
-  const eval::BenchModelInfo info = describe_model(*model, std::filesystem::path(a.model).filename().string());
   std::vector<eval::BenchRow> rows;
-  const bool all_on_device = model->device() != DeviceKind::Cpu && model->placement().first_device_layer == 0;
-  eval::BenchBandwidth bandwidth(all_on_device ? model->device() : DeviceKind::Cpu, pool);
+  const bool all_on_device = model.device() != DeviceKind::Cpu && model.placement().first_device_layer == 0;
+  eval::BenchBandwidth bandwidth(all_on_device ? model.device() : DeviceKind::Cpu, pool);
   for (const eval::BenchTest& t : tests) {
     fmt::print(stderr, "bench: {} ({} warm-up, {} runs, {} threads)\n", t.name(), bo.warmup ? 1 : 0, bo.reps, n_threads);
     eval::BenchRow row;
@@ -215,10 +204,36 @@ int run_bench(BenchArgs& a) {
     if (t.n_gen > 0) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
       const int64_t mean_kv = t.n_depth + (t.n_gen - 1) / 2;
-      row.decode_bytes = eval::decode_bytes_per_token(*model, mean_kv, ctx.kv_bytes_per_token());
+      row.decode_bytes = eval::decode_bytes_per_token(model, mean_kv, ctx.kv_bytes_per_token());
     }
     rows.push_back(row);
   }
+  return rows;
+}
+
+int run_bench(BenchArgs& a) {
+  check_bench_args(a);
+  const int n_threads = a.n_threads > 0 ? a.n_threads : ThreadPool::default_threads();
+  LoadOptions lo;
+  lo.n_threads = n_threads;
+  lo.print_plan = false;
+  lo.repack = !a.no_repack;
+  lo.gpu_layers = a.gpu_layers;
+  auto model = Model::load(a.model, lo);
+  const Tokenizer tok = Tokenizer::from_gguf(model->gguf());
+
+  ContextOptions co;
+  co.n_ctx = a.n_depth + std::max(a.n_prompt, a.n_gen);
+  co.n_batch = a.n_batch;
+  co.n_ubatch = std::min(a.n_ubatch, a.n_batch);
+  co.k_type = parse_kv_type(a.ctk, "-ctk");
+  co.v_type = parse_kv_type(a.ctv, "-ctv");
+  co.print_plan = false;
+  ThreadPool pool(n_threads);
+  if (!a.parallel.empty()) return run_parallel_bench(a, *model, pool, co, n_threads);
+
+  const eval::BenchModelInfo info = describe_model(*model, std::filesystem::path(a.model).filename().string());
+  std::vector<eval::BenchRow> rows = test_rows(a, *model, tok, pool, co, n_threads);
   if (a.draft.enabled()) {
     std::vector<eval::BenchRow> spec = speculative_rows(a, *model, tok, pool, co, n_threads);
     for (eval::BenchRow& r : spec) rows.push_back(std::move(r));
