@@ -12,7 +12,7 @@
 
 #include "eval/chunk_plan.h"
 #include "eval/kld_stats.h"
-#include "eval/log_softmax.h"
+#include "sampling/log_softmax.h"
 #include "eval/logprob_store.h"
 #include "eval/nll_stats.h"
 #include "test_bench_cli.h"

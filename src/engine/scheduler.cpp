@@ -5,7 +5,7 @@
 #include "engine/draft/draft_batch.h"
 #include "engine/draft/speculative.h"
 #include "engine/sequence.h"
-#include "eval/log_softmax.h"
+#include "sampling/log_softmax.h"
 #include "kv/kv_cache.h"
 #include "util/error.h"
 
@@ -253,14 +253,14 @@ void Scheduler::add_rows(const Chunk& c) {
 }
 
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n_top) {
-  const eval::LogSoftmaxRow row = eval::log_softmax_row(logits);
-  TokenLogprobs out{token, static_cast<float>(eval::log_prob(logits, row, token)), {}};
+  const LogSoftmaxRow row = log_softmax_row(logits);
+  TokenLogprobs out{token, static_cast<float>(log_prob(logits, row, token)), {}};
   std::vector<int32_t> ids(logits.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
   const size_t k = std::min<size_t>(n_top, ids.size());
   std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
                     [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-  for (size_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], static_cast<float>(eval::log_prob(logits, row, ids[i])));
+  for (size_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], static_cast<float>(log_prob(logits, row, ids[i])));
   return out;
 }
 

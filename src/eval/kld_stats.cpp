@@ -5,7 +5,7 @@
 #include <iterator>
 #include <fmt/format.h>
 
-#include "eval/log_softmax.h"
+#include "sampling/log_softmax.h"
 #include "util/error.h"
 #include "util/percentile.h"
 

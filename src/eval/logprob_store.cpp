@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "eval/log_softmax.h"
+#include "sampling/log_softmax.h"
 #include "util/error.h"
 
 namespace ember::eval {

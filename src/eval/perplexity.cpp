@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "eval/log_softmax.h"
+#include "sampling/log_softmax.h"
 #include "eval/progress_eta.h"
 #include "model/model.h"
 #include "util/error.h"

@@ -1,8 +1,8 @@
-#include "eval/log_softmax.h"
+#include "sampling/log_softmax.h"
 
 #include <cmath>
 
-namespace ember::eval {
+namespace ember {
 
 LogSoftmaxRow log_softmax_row(std::span<const float> logits) {
   LogSoftmaxRow row;
@@ -19,4 +19,4 @@ LogSoftmaxRow log_softmax_row(std::span<const float> logits) {
   return row;
 }
 
-}  // namespace ember::eval
+}  // namespace ember
