@@ -61,10 +61,10 @@ TEST_CASE("batch gives every request what run gives it alone, in input order") {
     const std::string want = run_alone(prompts[i], 10 + 5 * i,
                                        seeded ? std::vector<std::string>{"--temp", "0.9", "-s", std::to_string(40 + i)}
                                               : std::vector<std::string>{"--temp", "0"});
-    CHECK(lines[i].at("index").as_int() == i);
-    CHECK(lines[i].at("text").as_string() == want);
-    CHECK(lines[i].at("completion_tokens").as_int() == 10 + 5 * i);
-    CHECK(lines[i].at("finish_reason").as_string() == "length");
+    CHECK(lines[i].at("index").get<int64_t>() == i);
+    CHECK(lines[i].at("text").get<std::string>() == want);
+    CHECK(lines[i].at("completion_tokens").get<int64_t>() == 10 + 5 * i);
+    CHECK(lines[i].at("finish_reason").get<std::string>() == "length");
   }
   CHECK(r.err.find("requests/s") != std::string::npos);
   CHECK(r.err.find("TTFT: p50") != std::string::npos);
@@ -86,7 +86,7 @@ TEST_CASE("batch --draft-ngram gives greedy requests exactly what run gives them
   REQUIRE(lines.size() == 3);
   for (int i = 0; i < 3; ++i) {
     CAPTURE(i);
-    CHECK(lines[i].at("text").as_string() == run_alone(prompts[i], 40 + 7 * i, {"--temp", "0"}));
+    CHECK(lines[i].at("text").get<std::string>() == run_alone(prompts[i], 40 + 7 * i, {"--temp", "0"}));
   }
   const size_t at = r.err.find("drafts: ");
   REQUIRE(at != std::string::npos);
@@ -120,7 +120,7 @@ TEST_CASE("batch --draft MODEL gives every request what run gives it alone, draf
   REQUIRE(lines.size() == 6);
   for (int i = 0; i < 6; ++i) {
     CAPTURE(i);
-    CHECK(lines[i].at("text").as_string() == run_alone(prompts[i], 30 + 5 * i, {"--temp", "0"}));
+    CHECK(lines[i].at("text").get<std::string>() == run_alone(prompts[i], 30 + 5 * i, {"--temp", "0"}));
   }
   const size_t at = r.err.find("drafts: ");
   REQUIRE(at != std::string::npos);
@@ -150,8 +150,8 @@ TEST_CASE("batch --context-shift: requests longer than the context shift it as r
     std::vector<std::string> flags{"-c", "32", "--context-shift", "--keep", "2"};
     if (i == 1) flags.insert(flags.end(), {"--temp", "0.8", "-s", "3"});
     else flags.insert(flags.end(), {"--temp", "0"});
-    CHECK(lines[i].at("text").as_string() == run_alone(prompts[i], 60 + 10 * i, flags));
-    past_the_context += lines[i].at("completion_tokens").as_int() > 32;
+    CHECK(lines[i].at("text").get<std::string>() == run_alone(prompts[i], 60 + 10 * i, flags));
+    past_the_context += lines[i].at("completion_tokens").get<int64_t>() > 32;
   }
   CHECK(past_the_context > 0);
 }
@@ -167,8 +167,8 @@ TEST_CASE("batch stop strings end a text before them") {
   REQUIRE(r.exit_code == 0);
   const std::vector<json::Value> lines = result_lines(r.out);
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0].at("text").as_string() == full.substr(0, full.find(stop)));
-  CHECK(lines[0].at("finish_reason").as_string() == "stop");
+  CHECK(lines[0].at("text").get<std::string>() == full.substr(0, full.find(stop)));
+  CHECK(lines[0].at("finish_reason").get<std::string>() == "stop");
 }
 
 TEST_CASE("batch refuses a bad request line naming it, with exit code 2") {

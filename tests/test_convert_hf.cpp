@@ -356,9 +356,9 @@ TEST_CASE("convert hf: malformed inputs give one clear error") {
   const std::string hf = dir.file("bad");
   write_tiny_hf(hf, "Qwen2ForCausalLM", true, false, false);
   CHECK_THROWS_WITH_AS(json::parse("{\"a\": [1, 2,]}", "x.json"), doctest::Contains("x.json: JSON"), Error);
-  CHECK(json::parse(R"({"s":"\u00e9\ud83d\ude00","n":-12,"f":1.5e3})", "t").at("s").as_string() ==
+  CHECK(json::parse(R"({"s":"\u00e9\ud83d\ude00","n":-12,"f":1.5e3})", "t").at("s").get<std::string>() ==
         "\xc3\xa9\xf0\x9f\x98\x80");
-  CHECK(json::parse(R"({"n":-12})", "t").at("n").as_int() == -12);
+  CHECK(json::parse(R"({"n":-12})", "t").at("n").get<int64_t>() == -12);
   write_text(hf + "/config.json", R"({"architectures":["MambaForCausalLM"]})");
   CHECK_THROWS_WITH_AS(convert::convert_hf(hf, dir.file("o.gguf"), DType::F16, nullptr),
                        doctest::Contains("MambaForCausalLM"), Error);

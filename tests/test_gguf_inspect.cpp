@@ -101,22 +101,22 @@ TEST_CASE("inspect --json is valid JSON with the same facts") {
   const Run r = run_ember("inspect --json --items 2 '" + path + "'");
   REQUIRE(r.exit_code == 0);
   const ember::json::Value doc = ember::json::parse(r.out, "inspect --json");
-  CHECK(doc.at("version").as_int() == 3);
-  CHECK(doc.at("data_offset").as_int() == 320);
-  const auto& meta = doc.at("metadata").as_array();
+  CHECK(doc.at("version").get<int64_t>() == 3);
+  CHECK(doc.at("data_offset").get<int64_t>() == 320);
+  const auto& meta = ember::json::as_array(doc.at("metadata"));
   REQUIRE(meta.size() == 3);
   const auto& tokens = meta[1].at("value");
-  CHECK(tokens.at("length").as_int() == 3);
-  REQUIRE(tokens.at("first").as_array().size() == 2);
-  CHECK(tokens.at("first").as_array()[1].as_string() == "a\"b");
-  const auto& tensors = doc.at("tensors").as_array();
+  CHECK(tokens.at("length").get<int64_t>() == 3);
+  REQUIRE(tokens.at("first").size() == 2);
+  CHECK(tokens.at("first").at(1).get<std::string>() == "a\"b");
+  const auto& tensors = ember::json::as_array(doc.at("tensors"));
   REQUIRE(tensors.size() == 2);
-  CHECK(tensors[1].at("name").as_string() == "output_norm.weight");
-  CHECK(tensors[1].at("offset").as_int() == 288);
-  CHECK(tensors[1].at("file_offset").as_int() == 320 + 288);
-  CHECK(tensors[1].at("bytes").as_int() == 256);
-  CHECK(doc.at("totals").at("parameters").as_int() == 320);
-  CHECK(doc.at("totals").at("tensors_per_type").at("Q8_0").as_int() == 1);
+  CHECK(tensors[1].at("name").get<std::string>() == "output_norm.weight");
+  CHECK(tensors[1].at("offset").get<int64_t>() == 288);
+  CHECK(tensors[1].at("file_offset").get<int64_t>() == 320 + 288);
+  CHECK(tensors[1].at("bytes").get<int64_t>() == 256);
+  CHECK(doc.at("totals").at("parameters").get<int64_t>() == 320);
+  CHECK(doc.at("totals").at("tensors_per_type").at("Q8_0").get<int64_t>() == 1);
 }
 
 TEST_CASE("inspect reads every vocabulary file") {
@@ -128,8 +128,8 @@ TEST_CASE("inspect reads every vocabulary file") {
     CHECK(r.err.empty());
     const ember::json::Value doc = ember::json::parse(r.out, entry.path().string());
     const ember::gguf::File f = ember::gguf::File::open(entry.path().string());
-    CHECK(doc.at("metadata").as_array().size() == f.metadata().size());
-    CHECK(doc.at("tensors").as_array().empty());
+    CHECK(doc.at("metadata").size() == f.metadata().size());
+    CHECK(doc.at("tensors").empty());
   }
   std::filesystem::remove_all(temp_dir());
 }

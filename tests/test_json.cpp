@@ -1,5 +1,5 @@
-// util/json: the Value reader over nlohmann's SAX parser (key order, exact integers, UTF-8,
-// the depth limit, one-line errors with byte offsets) and json::quote.
+// util/json: parse() over nlohmann's SAX parser into ordered_json (key order, exact integers,
+// UTF-8, the depth limit, one-line errors with byte offsets), the typed accessors and json::quote.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -32,75 +32,75 @@ std::string nested(size_t depth) { return std::string(depth, '[') + std::string(
 
 TEST_CASE("json: objects keep their key order and kinds read back typed") {
   const json::Value v = parse(R"({"z": 1, "a": [true, null, "s"], "m": {"k": false}, "b": 2.5})");
-  const auto& o = v.as_object();
+  const auto& o = json::as_object(v);
   REQUIRE(o.size() == 4);
-  CHECK(o[0].first == "z");
-  CHECK(o[1].first == "a");
-  CHECK(o[2].first == "m");
-  CHECK(o[3].first == "b");
-  const auto& a = v.at("a").as_array();
+  CHECK((o.begin() + 0)->first == "z");
+  CHECK((o.begin() + 1)->first == "a");
+  CHECK((o.begin() + 2)->first == "m");
+  CHECK((o.begin() + 3)->first == "b");
+  const auto& a = json::as_array(json::at(v, "a"));
   REQUIRE(a.size() == 3);
-  CHECK(a[0].as_bool());
+  CHECK(json::as_bool(a[0]));
   CHECK(a[1].is_null());
-  CHECK(a[2].as_string() == "s");
-  CHECK_FALSE(v.at("m").at("k").as_bool());
-  CHECK(v.at("b").as_double() == 2.5);
-  CHECK(v.find("nope") == nullptr);
-  CHECK(v.at("a").find("z") == nullptr);  // not an object
-  CHECK(parse("[]").as_array().empty());
-  CHECK(parse("{}").as_object().empty());
-  CHECK(parse(" \t\r\n7 \n").as_int() == 7);
+  CHECK(json::as_string(a[2]) == "s");
+  CHECK_FALSE(json::as_bool(json::at(json::at(v, "m"), "k")));
+  CHECK(json::as_double(json::at(v, "b")) == 2.5);
+  CHECK(json::find(v, "nope") == nullptr);
+  CHECK(json::find(json::at(v, "a"), "z") == nullptr);  // not an object
+  CHECK(json::as_array(parse("[]")).empty());
+  CHECK(json::as_object(parse("{}")).empty());
+  CHECK(json::as_int(parse(" \t\r\n7 \n")) == 7);
 }
 
 TEST_CASE("json: duplicate keys are all kept, find() returns the first") {
   const json::Value v = parse(R"({"k": 1, "k": 2})");
-  CHECK(v.as_object().size() == 2);
-  CHECK(v.at("k").as_int() == 1);
+  CHECK(json::as_object(v).size() == 2);
+  CHECK(json::as_int(json::at(v, "k")) == 1);
 }
 
 TEST_CASE("json: wrong kinds and missing keys name what was asked for") {
   const json::Value v = parse(R"({"n": 1.5, "s": "x"})");
-  CHECK_THROWS_WITH_AS(v.at("n").as_int("config n"), "config n should be an integer, is a number", Error);
-  CHECK_THROWS_WITH_AS(v.at("s").as_double("s"), "s should be a number, is a string", Error);
-  CHECK_THROWS_WITH_AS(v.as_array("root"), "root should be an array, is an object", Error);
-  CHECK_THROWS_WITH_AS(v.at("q"), "missing key \"q\"", Error);
+  CHECK_THROWS_WITH_AS(json::as_int(json::at(v, "n"), "config n"), "config n should be an integer, is a number", Error);
+  CHECK_THROWS_WITH_AS(json::as_double(json::at(v, "s"), "s"), "s should be a number, is a string", Error);
+  CHECK_THROWS_WITH_AS(json::as_array(v, "root"), "root should be an array, is an object", Error);
+  CHECK_THROWS_WITH_AS(json::at(v, "q"), "missing key \"q\"", Error);
 }
 
 TEST_CASE("json: integers are exact int64, other numbers doubles") {
   const json::Value big = parse("9007199254740993");  // 2^53 + 1: no double holds it
-  CHECK(big.is_integer());
-  CHECK(big.as_int() == 9007199254740993);
-  CHECK(parse("9223372036854775807").as_int() == std::numeric_limits<int64_t>::max());
-  CHECK(parse("-9223372036854775808").as_int() == std::numeric_limits<int64_t>::min());
-  CHECK(parse("-12").as_int() == -12);
-  CHECK(parse("0").as_int() == 0);
-  CHECK(parse("-0").as_int() == 0);
+  CHECK(big.is_number_integer());
+  CHECK(json::as_int(big) == 9007199254740993);
+  CHECK(json::as_int(parse("9223372036854775807")) == std::numeric_limits<int64_t>::max());
+  CHECK(json::as_int(parse("-9223372036854775808")) == std::numeric_limits<int64_t>::min());
+  CHECK(json::as_int(parse("-12")) == -12);
+  CHECK(json::as_int(parse("0")) == 0);
+  CHECK(json::as_int(parse("-0")) == 0);
   // Beyond int64 (a uint64 above INT64_MAX, or past uint64 and below INT64_MIN): the nearest double.
   for (const char* text : {"9223372036854775808", "18446744073709551615", "18446744073709551616",
                            "-9223372036854775809"}) {
     CAPTURE(text);
     const json::Value v = parse(text);
     CHECK(v.is_number());
-    CHECK_FALSE(v.is_integer());
-    CHECK(v.as_double() == doctest::Approx(std::stod(text)));
+    CHECK_FALSE(v.is_number_integer());
+    CHECK(json::as_double(v) == doctest::Approx(std::stod(text)));
   }
-  CHECK(parse("18446744073709551615").as_double() == 18446744073709551615.0);
+  CHECK(json::as_double(parse("18446744073709551615")) == 18446744073709551615.0);
   // A fraction or exponent makes a double, even where the value is whole.
   for (const char* text : {"1.0", "1e3", "1E+3", "-2.5e-3"}) {
     CAPTURE(text);
-    CHECK_FALSE(parse(text).is_integer());
-    CHECK(parse(text).as_double() == std::stod(text));
+    CHECK_FALSE(parse(text).is_number_integer());
+    CHECK(json::as_double(parse(text)) == std::stod(text));
   }
-  CHECK(parse("1.5e300").as_double() == 1.5e300);
+  CHECK(json::as_double(parse("1.5e300")) == 1.5e300);
   CHECK(error_of("1e400").find("number overflow") != std::string::npos);  // no JSON infinity
 }
 
 TEST_CASE("json: escapes and surrogate pairs decode to UTF-8") {
-  CHECK(parse(R"("\"\\\/\b\f\n\r\t")").as_string() == "\"\\/\b\f\n\r\t");
-  CHECK(parse(R"("\u0041\u00e9\u4E2D")").as_string() == "A\xc3\xa9\xe4\xb8\xad");
-  CHECK(parse(R"("\ud83d\ude00")").as_string() == "\xf0\x9f\x98\x80");  // U+1F600
-  CHECK(parse(R"("\u0000")").as_string() == std::string(1, '\0'));
-  CHECK(parse("\"caf\xc3\xa9 \xf0\x9f\x98\x80\"").as_string() == "caf\xc3\xa9 \xf0\x9f\x98\x80");  // raw UTF-8
+  CHECK(json::as_string(parse(R"("\"\\\/\b\f\n\r\t")")) == "\"\\/\b\f\n\r\t");
+  CHECK(json::as_string(parse(R"("\u0041\u00e9\u4E2D")")) == "A\xc3\xa9\xe4\xb8\xad");
+  CHECK(json::as_string(parse(R"("\ud83d\ude00")")) == "\xf0\x9f\x98\x80");  // U+1F600
+  CHECK(json::as_string(parse(R"("\u0000")")) == std::string(1, '\0'));
+  CHECK(json::as_string(parse("\"caf\xc3\xa9 \xf0\x9f\x98\x80\"")) == "caf\xc3\xa9 \xf0\x9f\x98\x80");  // raw UTF-8
   CHECK(error_of(R"("\ud83d")").find("surrogate") != std::string::npos);   // lone high
   CHECK(error_of(R"("\ude00")").find("surrogate") != std::string::npos);   // lone low
   CHECK(error_of(R"("\ud83d\u0041")").find("surrogate") != std::string::npos);
@@ -172,5 +172,5 @@ TEST_CASE("json: quote escapes control characters and replaces each invalid byte
   CHECK(json::quote("\xed\xa0\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");  // a surrogate
   // What quote writes, parse reads back (invalid bytes as U+FFFD).
   const std::string odd = std::string("k\x00\n\"\\\x7f\xc3\xa9\xff", 9);
-  CHECK(parse(json::quote(odd)).as_string() == std::string("k\x00\n\"\\\x7f\xc3\xa9\xef\xbf\xbd", 11));
+  CHECK(json::as_string(parse(json::quote(odd))) == std::string("k\x00\n\"\\\x7f\xc3\xa9\xef\xbf\xbd", 11));
 }

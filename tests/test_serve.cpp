@@ -38,16 +38,16 @@ std::string streamed_text(const std::string& body, bool chat, std::string* finis
   std::string text, id;
   for (size_t i = 0; i + 1 < events.size(); ++i) {
     const json::Value e = json::parse(events[i], "event");
-    CHECK(e.at("object").as_string() == (chat ? "chat.completion.chunk" : "text_completion"));
-    if (id.empty()) id = e.at("id").as_string();
-    CHECK(e.at("id").as_string() == id);  // one id per response
-    if (e.at("choices").as_array().empty()) {
+    CHECK(e.at("object").get<std::string>() == (chat ? "chat.completion.chunk" : "text_completion"));
+    if (id.empty()) id = e.at("id").get<std::string>();
+    CHECK(e.at("id").get<std::string>() == id);  // one id per response
+    if (e.at("choices").empty()) {
       *usage = e.at("usage");
       continue;
     }
-    const json::Value& c = e.at("choices").as_array()[0];
-    text += chat ? (c.at("delta").find("content") ? c.at("delta").at("content").as_string() : "") : c.at("text").as_string();
-    if (!c.at("finish_reason").is_null()) *finish = c.at("finish_reason").as_string();
+    const json::Value& c = e.at("choices").at(0);
+    text += chat ? (c.at("delta").contains("content") ? c.at("delta").at("content").get<std::string>() : "") : c.at("text").get<std::string>();
+    if (!c.at("finish_reason").is_null()) *finish = c.at("finish_reason").get<std::string>();
   }
   return text;
 }
@@ -62,10 +62,10 @@ TEST_CASE("streamed and whole answers give the same text, completions and chat")
     const std::string body = chat ? R"({"messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 24, "temperature": 0)"
                                   : R"({"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0)";
     const json::Value whole = parse_ok(post(server, path, body + "}"));
-    const json::Value& choice = whole.at("choices").as_array()[0];
-    const std::string want = chat ? choice.at("message").at("content").as_string() : choice.at("text").as_string();
+    const json::Value& choice = whole.at("choices").at(0);
+    const std::string want = chat ? choice.at("message").at("content").get<std::string>() : choice.at("text").get<std::string>();
     CHECK(!want.empty());
-    CHECK(whole.at("usage").at("completion_tokens").as_int() == 24);
+    CHECK(whole.at("usage").at("completion_tokens").get<int64_t>() == 24);
     const httplib::Result r = post(server, path, body + R"(, "stream": true, "stream_options": {"include_usage": true}})");
     REQUIRE(r);
     REQUIRE(r->status == 200);
@@ -75,8 +75,8 @@ TEST_CASE("streamed and whole answers give the same text, completions and chat")
     CHECK(streamed_text(r->body, chat, &finish, &usage) == want);
     CHECK(finish == "length");
     REQUIRE(usage.is_object());
-    CHECK(usage.at("completion_tokens").as_int() == 24);
-    CHECK(usage.at("prompt_tokens").as_int() == whole.at("usage").at("prompt_tokens").as_int());
+    CHECK(usage.at("completion_tokens").get<int64_t>() == 24);
+    CHECK(usage.at("prompt_tokens").get<int64_t>() == whole.at("usage").at("prompt_tokens").get<int64_t>());
   }
 }
 
@@ -94,7 +94,7 @@ TEST_CASE("parallel clients each get what run gives their request alone") {
       const httplib::Result r = post(server, "/v1/completions", completion_body(prompts[i], 12 + 3 * i, extra + stream));
       if (!r || r->status != 200) return;
       if (stream.empty()) {
-        got[i] = json::parse(r->body, "response").at("choices").as_array()[0].at("text").as_string();
+        got[i] = json::parse(r->body, "response").at("choices").at(0).at("text").get<std::string>();
       } else {
         std::string finish;
         json::Value usage;
@@ -119,8 +119,8 @@ TEST_CASE("a stop string ends the text before it, streamed or not") {
   const std::string want = full.substr(0, full.find(stop));
   const std::string body = completion_body("The", 30, ", \"temperature\": 0, \"stop\": " + json::quote(stop));
   const json::Value whole = parse_ok(post(server, "/v1/completions", body));
-  CHECK(whole.at("choices").as_array()[0].at("text").as_string() == want);
-  CHECK(whole.at("choices").as_array()[0].at("finish_reason").as_string() == "stop");
+  CHECK(whole.at("choices").at(0).at("text").get<std::string>() == want);
+  CHECK(whole.at("choices").at(0).at("finish_reason").get<std::string>() == "stop");
   const httplib::Result r = post(server, "/v1/completions", completion_body("The", 30, ", \"temperature\": 0, \"stream\": true, \"stop\": " + json::quote(stop)));
   REQUIRE(r);
   std::string finish;
@@ -132,22 +132,22 @@ TEST_CASE("a stop string ends the text before it, streamed or not") {
 TEST_CASE("log-probabilities: the chosen token's and the likeliest ones, in each endpoint's shape") {
   ServerProcess server({"-t", "1", "-m", aidreams_gguf(), "-np", "1", "-c", "256"});
   const json::Value c = parse_ok(post(server, "/v1/completions", completion_body("Once", 4, ", \"temperature\": 0, \"logprobs\": 3")));
-  const json::Value& lp = c.at("choices").as_array()[0].at("logprobs");
-  REQUIRE(lp.at("tokens").as_array().size() == 4);
+  const json::Value& lp = c.at("choices").at(0).at("logprobs");
+  REQUIRE(lp.at("tokens").size() == 4);
   for (size_t i = 0; i < 4; ++i) {
-    const double chosen = lp.at("token_logprobs").as_array()[i].as_double();
-    const auto& top = lp.at("top_logprobs").as_array()[i].as_object();
+    const double chosen = lp.at("token_logprobs").at(i).get<double>();
+    const auto& top = json::as_object(lp.at("top_logprobs").at(i));
     REQUIRE(top.size() == 3);
     CHECK(chosen <= 0);
     // Greedy: the chosen token is the likeliest one.
-    CHECK(top[0].first == lp.at("tokens").as_array()[i].as_string());
-    CHECK(top[0].second.as_double() == doctest::Approx(chosen));
+    CHECK(top.begin()->first == lp.at("tokens").at(i).get<std::string>());
+    CHECK(top.begin()->second.get<double>() == doctest::Approx(chosen));
   }
   const json::Value chat = parse_ok(post(server, "/v1/chat/completions",
                                          R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "logprobs": true, "top_logprobs": 2})"));
-  const auto& content = chat.at("choices").as_array()[0].at("logprobs").at("content").as_array();
+  const auto& content = json::as_array(chat.at("choices").at(0).at("logprobs").at("content"));
   REQUIRE(content.size() == 3);
-  CHECK(content[0].at("top_logprobs").as_array().size() == 2);
+  CHECK(content[0].at("top_logprobs").size() == 2);
   CHECK(content[0].at("bytes").is_array());
 }
 
@@ -190,7 +190,7 @@ TEST_CASE("serve --draft MODEL: parallel greedy clients get what run gives alone
   for (int i = 0; i < 3; ++i)
     clients.emplace_back([&, i] {
       const httplib::Result r = post(server, "/v1/completions", completion_body(prompts[i], 20 + 5 * i, ", \"temperature\": 0"));
-      if (r && r->status == 200) got[i] = json::parse(r->body, "response").at("choices").as_array()[0].at("text").as_string();
+      if (r && r->status == 200) got[i] = json::parse(r->body, "response").at("choices").at(0).at("text").get<std::string>();
     });
   for (auto& c : clients) c.join();
   for (int i = 0; i < 3; ++i) CHECK(got[i] == run_alone(prompts[i], 20 + 5 * i, {"--temp", "0"}));

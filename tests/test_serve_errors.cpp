@@ -20,8 +20,8 @@ json::Value error_of(const httplib::Result& r, int status) {
   const json::Value& e = body.at("error");
   CHECK(e.at("message").is_string());
   CHECK(e.at("type").is_string());
-  CHECK(e.find("param") != nullptr);
-  CHECK(e.find("code") != nullptr);
+  CHECK(e.contains("param"));
+  CHECK(e.contains("code"));
   return e;
 }
 
@@ -71,10 +71,10 @@ TEST_CASE("malformed requests get 400 naming the field, and the server keeps ser
     CAPTURE(c.path);
     CAPTURE(c.body);
     const json::Value e = error_of(post(server, c.path, c.body), 400);
-    CHECK(e.at("type").as_string() == "invalid_request_error");
+    CHECK(e.at("type").get<std::string>() == "invalid_request_error");
     if (*c.param) {
       REQUIRE(e.at("param").is_string());
-      CHECK(e.at("param").as_string() == c.param);
+      CHECK(e.at("param").get<std::string>() == c.param);
     }
   }
   const httplib::Result ok = post(server, "/v1/completions", R"({"prompt": "The", "max_tokens": 3})");
@@ -85,8 +85,8 @@ TEST_CASE("malformed requests get 400 naming the field, and the server keeps ser
 TEST_CASE("a prompt plus max_tokens beyond the context gets 400 with both counts") {
   ServerProcess server({"-t", "1", "-m", aidreams_gguf(), "-np", "1", "-c", "64"});
   const json::Value e = error_of(post(server, "/v1/completions", R"({"prompt": "Once upon a time", "max_tokens": 100})"), 400);
-  CHECK(e.at("code").as_string() == "context_length_exceeded");
-  const std::string m = e.at("message").as_string();
+  CHECK(e.at("code").get<std::string>() == "context_length_exceeded");
+  const std::string m = e.at("message").get<std::string>();
   CHECK(m.find("+ max_tokens 100") != std::string::npos);
   CHECK(m.find("context of 64") != std::string::npos);
   std::string long_prompt;
@@ -97,7 +97,7 @@ TEST_CASE("a prompt plus max_tokens beyond the context gets 400 with both counts
 TEST_CASE("the API key, unknown models, unknown routes and oversized bodies") {
   ServerProcess server({"-t", "1", "-m", aidreams_gguf(), "-np", "1", "-c", "128", "--api-key", "s3cret", "--max-body", "4", "--alias", "aid"});
   const std::string body = R"({"prompt": "The", "max_tokens": 2})";
-  CHECK(error_of(post(server, "/v1/completions", body), 401).at("type").as_string() == "authentication_error");
+  CHECK(error_of(post(server, "/v1/completions", body), 401).at("type").get<std::string>() == "authentication_error");
   error_of(post(server, "/v1/completions", body, {{"Authorization", "Bearer s3cre"}}), 401);
   error_of(post(server, "/v1/completions", body, {{"Authorization", "s3cret"}}), 401);
   error_of(server.client().Get("/v1/models"), 401);
@@ -108,7 +108,7 @@ TEST_CASE("the API key, unknown models, unknown routes and oversized bodies") {
   const httplib::Result health = server.client().Get("/health");  // open without the key
   REQUIRE(health);
   CHECK(health->status == 200);
-  CHECK(error_of(post(server, "/v1/completions", R"({"model": "gpt-4", "prompt": "x"})", auth), 404).at("param").as_string() == "model");
+  CHECK(error_of(post(server, "/v1/completions", R"({"model": "gpt-4", "prompt": "x"})", auth), 404).at("param").get<std::string>() == "model");
   const httplib::Result named = post(server, "/v1/completions", R"({"model": "aid", "prompt": "x", "max_tokens": 1})", auth);
   REQUIRE(named);
   CHECK(named->status == 200);
@@ -132,12 +132,12 @@ TEST_CASE("a full queue gets 503 with Retry-After; SIGTERM finishes the running 
   }
   const httplib::Result busy = post(server, "/v1/completions", R"({"prompt": "The", "max_tokens": 2})");
   const json::Value e = error_of(busy, 503);
-  CHECK(e.at("code").as_string() == "queue_full");
+  CHECK(e.at("code").get<std::string>() == "queue_full");
   CHECK(busy->get_header_value("Retry-After") == "1");
   CHECK(server.terminate() == 0);
   long_request.join();
   REQUIRE(!first.empty());  // it was finished, not cut
   const json::Value done = json::parse(first, "response");
-  CHECK(done.at("usage").at("completion_tokens").as_int() == 3000);
+  CHECK(done.at("usage").at("completion_tokens").get<int64_t>() == 3000);
   CHECK(server.log().find("SIGTERM") != std::string::npos);
 }

@@ -23,9 +23,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const ArchInfo& arch_of(const json::Value& config, const std::string& src) {
-  const json::Value* archs = config.find("architectures");
-  const std::string a = archs && archs->is_array() && !archs->as_array().empty()
-                            ? archs->as_array()[0].as_string(src + ": architectures")
+  const json::Value* archs = json::find(config, "architectures");
+  const std::string a = archs && archs->is_array() && !json::as_array(*archs).empty()
+                            ? json::as_string(json::as_array(*archs)[0], src + ": architectures")
                             : std::string();
   const ArchInfo* arch = find_arch_by_hf_class(a);
   if (!arch) fail(ErrorKind::Unsupported, "{}: architecture '{}' does not convert (families: {})", src, a, known_archs());
@@ -33,17 +33,17 @@ const ArchInfo& arch_of(const json::Value& config, const std::string& src) {
 }
 
 int64_t get_int(const json::Value& c, const char* key, int64_t fallback, const std::string& src) {
-  const json::Value* v = c.find(key);
+  const json::Value* v = json::find(c, key);
   if (!v || v->is_null()) {
     if (fallback < 0) fail(ErrorKind::Format, "{}: missing \"{}\"", src, key);
     return fallback;
   }
-  return v->as_int(src + ": " + key);
+  return json::as_int(*v, src + ": " + key);
 }
 
 double get_double(const json::Value& c, const char* key, double fallback, const std::string& src) {
-  const json::Value* v = c.find(key);
-  return v && !v->is_null() ? v->as_double(src + ": " + key) : fallback;
+  const json::Value* v = json::find(c, key);
+  return v && !v->is_null() ? json::as_double(*v, src + ": " + key) : fallback;
 }
 
 // Row `r` of llama.cpp's permuted Q/K (adjacent-pair RoPE) comes from this row of the HF
@@ -90,20 +90,20 @@ ModelShape read_shape(const ArchInfo& arch, const json::Value& config, const jso
   s.rope_base = static_cast<float>(get_double(c, "rope_theta", arch.defaults.rope_base, src));
   if (arch.defaults.sliding_window > 0)
     s.sliding_window = get_int(c, "sliding_window", arch.defaults.sliding_window, src);
-  const json::Value* tie = c.find("tie_word_embeddings");
-  if (!tie) tie = config.find("tie_word_embeddings");
-  s.tied_embeddings = !t.lm_head || (tie && tie->is_bool() ? tie->as_bool() : arch.defaults.tied_embeddings);
+  const json::Value* tie = json::find(c, "tie_word_embeddings");
+  if (!tie) tie = json::find(config, "tie_word_embeddings");
+  s.tied_embeddings = !t.lm_head || (tie && tie->is_boolean() ? json::as_bool(*tie) : arch.defaults.tied_embeddings);
   return s;
 }
 
 void write_rope_scaling(gguf::Writer& w, const std::string& arch, const json::Value& c, const std::string& src) {
-  const json::Value* rs = c.find("rope_scaling");
+  const json::Value* rs = json::find(c, "rope_scaling");
   if (!rs || !rs->is_object()) return;
-  const json::Value* t = rs->find("rope_type") ? rs->find("rope_type") : rs->find("type");
-  const std::string kind = t && t->is_string() ? t->as_string() : "";
+  const json::Value* t = json::find(*rs, "rope_type") ? json::find(*rs, "rope_type") : json::find(*rs, "type");
+  const std::string kind = t && t->is_string() ? json::as_string(*t) : "";
   if (kind == "linear") {
     w.set_string(arch + ".rope.scaling.type", "linear");
-    w.set_f32(arch + ".rope.scaling.factor", static_cast<float>(rs->at("factor").as_double(src + ": rope_scaling.factor")));
+    w.set_f32(arch + ".rope.scaling.factor", static_cast<float>(json::as_double(json::at(*rs, "factor"), src + ": rope_scaling.factor")));
   } else if (kind != "default" && !kind.empty()) {
     fail(ErrorKind::Unsupported, "{}: rope_scaling type '{}' does not convert yet", src, kind);
   }
@@ -134,7 +134,7 @@ ConvertStats convert_hf(const std::string& dir, const std::string& out_path, DTy
   const json::Value config = json::parse(read_text_file(config_path), config_path);
   const ArchInfo& arch = arch_of(config, config_path);
   // Multimodal checkpoints keep the language model's settings under text_config.
-  const json::Value& c = config.find("text_config") ? config.at("text_config") : config;
+  const json::Value& c = json::find(config, "text_config") ? json::at(config, "text_config") : config;
   const HfTensors tensors = open_tensors(dir);
   const ModelShape shape = read_shape(arch, config, c, tensors, config_path);
 

@@ -24,26 +24,26 @@ const std::pair<const char*, const char*> kPreTokenizers[] = {
 
 // The first Split pattern (a "Regex" string) found anywhere in the pre_tokenizer tree.
 std::string find_split_regex(const json::Value& v) {
-  if (const json::Value* p = v.find("pattern")) {
-    if (const json::Value* r = p->find("Regex"); r && r->is_string()) return r->as_string();
+  if (const json::Value* p = json::find(v, "pattern")) {
+    if (const json::Value* r = json::find(*p, "Regex"); r && r->is_string()) return json::as_string(*r);
   }
   if (v.is_object())
-    for (const auto& [k, child] : v.as_object())
+    for (const auto& [k, child] : json::as_object(v))
       if (child.is_object() || child.is_array())
         if (std::string r = find_split_regex(child); !r.empty()) return r;
   if (v.is_array())
-    for (const auto& child : v.as_array())
+    for (const auto& child : json::as_array(v))
       if (std::string r = find_split_regex(child); !r.empty()) return r;
   return "";
 }
 
 bool has_type(const json::Value& v, std::string_view type) {
-  if (const json::Value* t = v.find("type"); t && t->is_string() && t->as_string() == type) return true;
+  if (const json::Value* t = json::find(v, "type"); t && t->is_string() && json::as_string(*t) == type) return true;
   if (v.is_object())
-    for (const auto& [k, child] : v.as_object())
+    for (const auto& [k, child] : json::as_object(v))
       if ((child.is_object() || child.is_array()) && has_type(child, type)) return true;
   if (v.is_array())
-    for (const auto& child : v.as_array())
+    for (const auto& child : json::as_array(v))
       if (has_type(child, type)) return true;
   return false;
 }
@@ -53,23 +53,23 @@ json::Value read_json(const fs::path& p) { return json::parse(read_text_file(p.s
 // A token given as "text" or {"content": "text"} in tokenizer_config.json.
 std::string token_text(const json::Value* v) {
   if (!v) return "";
-  if (v->is_string()) return v->as_string();
-  if (const json::Value* c = v->find("content"); c && c->is_string()) return c->as_string();
+  if (v->is_string()) return json::as_string(*v);
+  if (const json::Value* c = json::find(*v, "content"); c && c->is_string()) return json::as_string(*c);
   return "";
 }
 
 Vocab from_tokenizer_json(const fs::path& path, const json::Value& tj) {
   const std::string src = path.string();
-  const json::Value& model = tj.at("model");
-  const std::string type = model.find("type") ? model.at("type").as_string(src + ": model.type") : "BPE";
+  const json::Value& model = json::at(tj, "model");
+  const std::string type = json::find(model, "type") ? json::as_string(json::at(model, "type"), src + ": model.type") : "BPE";
   if (type != "BPE") fail(ErrorKind::Unsupported, "{}: tokenizer model type {} (only BPE converts)", src, type);
   Vocab v;
-  const bool byte_fallback = model.find("byte_fallback") && model.at("byte_fallback").is_bool() &&
-                             model.at("byte_fallback").as_bool();
-  const json::Value& vocab = model.at("vocab");
+  const bool byte_fallback = json::find(model, "byte_fallback") && json::at(model, "byte_fallback").is_boolean() &&
+                             json::as_bool(json::at(model, "byte_fallback"));
+  const json::Value& vocab = json::at(model, "vocab");
   std::vector<std::string> tokens;
-  for (const auto& [text, id] : vocab.as_object(src + ": model.vocab")) {
-    const int64_t i = id.as_int(src + ": vocab id of " + text);
+  for (const auto& [text, id] : json::as_object(vocab, src + ": model.vocab")) {
+    const int64_t i = json::as_int(id, src + ": vocab id of " + text);
     if (i < 0 || i > (int64_t{1} << 24)) fail(ErrorKind::Format, "{}: token id {} out of range", src, i);
     if (static_cast<size_t>(i) >= tokens.size()) tokens.resize(static_cast<size_t>(i) + 1);
     tokens[static_cast<size_t>(i)] = text;
@@ -85,26 +85,26 @@ Vocab from_tokenizer_json(const fs::path& path, const json::Value& tj) {
       if (t.size() == 6 && t.starts_with("<0x") && t.ends_with(">")) v.types[i] = TokenType::Byte;
     }
   } else {
-    if (!has_type(tj.at("pre_tokenizer"), "ByteLevel"))
+    if (!has_type(json::at(tj, "pre_tokenizer"), "ByteLevel"))
       fail(ErrorKind::Unsupported, "{}: BPE without ByteLevel pre-tokenizer or byte fallback", src);
     v.model = "gpt2";
-    const std::string regex = find_split_regex(tj.at("pre_tokenizer"));
+    const std::string regex = find_split_regex(json::at(tj, "pre_tokenizer"));
     v.pre = regex.empty() ? "gpt-2" : bpe_pre_name(regex);
     if (v.pre.empty())
       fail(ErrorKind::Unsupported, "{}: unknown pre-tokenizer split regex {}", src, regex.substr(0, 120));
-    for (const json::Value& m : model.at("merges").as_array(src + ": model.merges")) {
+    for (const json::Value& m : json::as_array(json::at(model, "merges"), src + ": model.merges")) {
       if (m.is_string()) {
-        v.merges.push_back(m.as_string());
+        v.merges.push_back(json::as_string(m));
       } else {
-        const auto& pair = m.as_array(src + ": merge");
+        const auto& pair = json::as_array(m, src + ": merge");
         if (pair.size() != 2) fail(ErrorKind::Format, "{}: a merge needs two parts", src);
-        v.merges.push_back(pair[0].as_string() + " " + pair[1].as_string());
+        v.merges.push_back(json::as_string(pair[0]) + " " + json::as_string(pair[1]));
       }
     }
   }
-  if (const json::Value* added = tj.find("added_tokens")) {
-    for (const json::Value& a : added->as_array(src + ": added_tokens")) {
-      const int64_t id = a.at("id").as_int(src + ": added token id");
+  if (const json::Value* added = json::find(tj, "added_tokens")) {
+    for (const json::Value& a : json::as_array(*added, src + ": added_tokens")) {
+      const int64_t id = json::as_int(json::at(a, "id"), src + ": added token id");
       if (id < 0 || id > (int64_t{1} << 24)) fail(ErrorKind::Format, "{}: added token id {} out of range", src, id);
       const size_t i = static_cast<size_t>(id);
       if (i >= v.tokens.size()) {
@@ -112,8 +112,8 @@ Vocab from_tokenizer_json(const fs::path& path, const json::Value& tj) {
         v.types.resize(i + 1, TokenType::Unused);
         if (!v.scores.empty()) v.scores.resize(i + 1, 0.0f);
       }
-      v.tokens[i] = a.at("content").as_string(src + ": added token content");
-      const bool special = a.find("special") && a.at("special").as_bool();
+      v.tokens[i] = json::as_string(json::at(a, "content"), src + ": added token content");
+      const bool special = json::find(a, "special") && json::as_bool(json::at(a, "special"));
       v.types[i] = special ? TokenType::Control : TokenType::UserDefined;
     }
   }
@@ -139,9 +139,9 @@ Vocab read_hf_tokenizer(const std::string& dir, const json::Value& config, int64
     // Tokens added on top of the SentencePiece model (chat markers) live in tokenizer.json.
     if (fs::exists(tj)) {
       tokenizer_json = read_json(tj);
-      if (const json::Value* added = tokenizer_json.find("added_tokens"))
-        for (const json::Value& a : added->as_array(tj.string() + ": added_tokens")) {
-          const int64_t id = a.at("id").as_int("added token id");
+      if (const json::Value* added = json::find(tokenizer_json, "added_tokens"))
+        for (const json::Value& a : json::as_array(*added, tj.string() + ": added_tokens")) {
+          const int64_t id = json::as_int(json::at(a, "id"), "added token id");
           if (id < 0 || id >= n_vocab) continue;
           const size_t i = static_cast<size_t>(id);
           if (i >= v.tokens.size()) {
@@ -149,8 +149,8 @@ Vocab read_hf_tokenizer(const std::string& dir, const json::Value& config, int64
             v.scores.resize(i + 1, 0.0f);
             v.types.resize(i + 1, TokenType::Unused);
           }
-          v.tokens[i] = a.at("content").as_string("added token content");
-          const bool special = a.find("special") && a.at("special").as_bool();
+          v.tokens[i] = json::as_string(json::at(a, "content"), "added token content");
+          const bool special = json::find(a, "special") && json::as_bool(json::at(a, "special"));
           if (v.types[i] == TokenType::Normal || v.types[i] == TokenType::Unused)
             v.types[i] = special ? TokenType::Control : TokenType::UserDefined;
         }
@@ -182,20 +182,20 @@ Vocab read_hf_tokenizer(const std::string& dir, const json::Value& config, int64
   json::Value tc;
   if (fs::exists(d / "tokenizer_config.json")) tc = read_json(d / "tokenizer_config.json");
   auto special = [&](const char* tc_key, const char* config_key, std::optional<uint32_t>& out) {
-    if (auto it = index.find(token_text(tc.find(tc_key))); it != index.end()) {
+    if (auto it = index.find(token_text(json::find(tc, tc_key))); it != index.end()) {
       out = it->second;
-    } else if (const json::Value* id = config.find(config_key); id && id->is_integer()) {
-      if (id->as_int() >= 0 && id->as_int() < n_vocab) out = static_cast<uint32_t>(id->as_int());
+    } else if (const json::Value* id = json::find(config, config_key); id && id->is_number_integer()) {
+      if (json::as_int(*id) >= 0 && json::as_int(*id) < n_vocab) out = static_cast<uint32_t>(json::as_int(*id));
     }
   };
   special("bos_token", "bos_token_id", v.bos_id);
   special("eos_token", "eos_token_id", v.eos_id);
   special("pad_token", "pad_token_id", v.pad_id);
   special("unk_token", "unk_token_id", v.unk_id);
-  if (const json::Value* b = tc.find("add_bos_token"); b && b->is_bool()) v.add_bos = b->as_bool();
+  if (const json::Value* b = json::find(tc, "add_bos_token"); b && b->is_boolean()) v.add_bos = json::as_bool(*b);
   else v.add_bos = v.model == "llama";
-  if (const json::Value* e = tc.find("add_eos_token"); e && e->is_bool()) v.add_eos = e->as_bool();
-  if (const json::Value* t = tc.find("chat_template"); t && t->is_string()) v.chat_template = t->as_string();
+  if (const json::Value* e = json::find(tc, "add_eos_token"); e && e->is_boolean()) v.add_eos = json::as_bool(*e);
+  if (const json::Value* t = json::find(tc, "chat_template"); t && t->is_string()) v.chat_template = json::as_string(*t);
   return v;
 }
 

@@ -63,27 +63,27 @@ void SafetensorsModel::read_header(const MappedFile& file, std::map<std::string,
   const uint8_t* base = b.data() + 8 + n;
   const uint64_t data_size = b.size() - 8 - n;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (const auto& [name, info] : header.as_object(path + ": header")) {
+  for (const auto& [name, info] : json::as_object(header, path + ": header")) {
     if (name == "__metadata__") continue;
     const std::string what = path + ": tensor " + name;
     SafeTensor t;
     t.name = name;
     t.file = path;
-    t.dtype = info.at("dtype").as_string(what + " dtype");
+    t.dtype = json::as_string(json::at(info, "dtype"), what + " dtype");
     const int eb = dtype_bytes(t.dtype);
     if (eb == 0) fail(ErrorKind::Format, "{}: unknown dtype {}", what, t.dtype);
     uint64_t elements = 1;
-    for (const json::Value& d : info.at("shape").as_array(what + " shape")) {
-      const int64_t v = d.as_int(what + " shape");
+    for (const json::Value& d : json::as_array(json::at(info, "shape"), what + " shape")) {
+      const int64_t v = json::as_int(d, what + " shape");
       if (v < 0 || v > (int64_t{1} << 40)) fail(ErrorKind::Format, "{}: dimension {} out of range", what, v);
       if (v != 0 && elements > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(v))
         fail(ErrorKind::Format, "{}: shape overflows", what);
       elements *= static_cast<uint64_t>(v);
       t.shape.push_back(v);
     }
-    const auto& offs = info.at("data_offsets").as_array(what + " data_offsets");
+    const auto& offs = json::as_array(json::at(info, "data_offsets"), what + " data_offsets");
     if (offs.size() != 2) fail(ErrorKind::Format, "{}: data_offsets needs 2 entries", what);
-    const int64_t begin = offs[0].as_int(what + " data_offsets"), end = offs[1].as_int(what + " data_offsets");
+    const int64_t begin = json::as_int(offs[0], what + " data_offsets"), end = json::as_int(offs[1], what + " data_offsets");
     if (begin < 0 || end < begin || static_cast<uint64_t>(end) > data_size)
       fail(ErrorKind::Format, "{}: data_offsets [{}, {}) outside the {} data bytes", what, begin, end, data_size);
     if (static_cast<uint64_t>(end - begin) != elements * static_cast<uint64_t>(eb))
@@ -105,8 +105,8 @@ SafetensorsModel SafetensorsModel::open(const std::string& dir) {
   if (fs::exists(index)) {
     const json::Value v = json::parse(read_text_file(index.string()), index.string());
     std::set<std::string> unique;
-    for (const auto& [name, file] : v.at("weight_map").as_object(index.string() + ": weight_map")) {
-      const std::string& f = file.as_string(index.string() + ": weight_map entry");
+    for (const auto& [name, file] : json::as_object(json::at(v, "weight_map"), index.string() + ": weight_map")) {
+      const std::string& f = json::as_string(file, index.string() + ": weight_map entry");
       if (f.find('/') != std::string::npos || f.starts_with("."))
         fail(ErrorKind::Format, "{}: shard name '{}' is not a plain file name", index.string(), f);
       unique.insert(f);

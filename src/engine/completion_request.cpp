@@ -12,14 +12,14 @@ namespace {
 
 double number(const json::Value& v, const char* field, double lo, double hi) {
   if (!v.is_number()) fail(ErrorKind::InvalidArgument, "field '{}' must be a number", field);
-  const double d = v.as_double(field);
+  const double d = json::as_double(v, field);
   if (!(d >= lo && d <= hi)) fail(ErrorKind::InvalidArgument, "field '{}' = {} is outside [{}, {}]", field, d, lo, hi);
   return d;
 }
 
 int64_t integer(const json::Value& v, const char* field, int64_t lo, int64_t hi) {
-  if (!v.is_integer()) fail(ErrorKind::InvalidArgument, "field '{}' must be an integer", field);
-  const int64_t i = v.as_int(field);
+  if (!v.is_number_integer()) fail(ErrorKind::InvalidArgument, "field '{}' must be an integer", field);
+  const int64_t i = json::as_int(v, field);
   if (i < lo || i > hi) fail(ErrorKind::InvalidArgument, "field '{}' = {} is outside [{}, {}]", field, i, lo, hi);
   return i;
 }
@@ -27,31 +27,31 @@ int64_t integer(const json::Value& v, const char* field, int64_t lo, int64_t hi)
 // A message's content: a string, or (newer OpenAI clients) an array of {"type": "text",
 // "text": ...} parts, joined.
 std::string content_of(const json::Value& content, size_t i) {
-  if (content.is_string()) return content.as_string();
+  if (content.is_string()) return json::as_string(content);
   if (!content.is_array())
     fail(ErrorKind::InvalidArgument, "messages[{}].content must be a string or an array of text parts", i);
   std::string out;
-  for (const json::Value& part : content.as_array()) {
-    const json::Value* type = part.find("type");
-    const json::Value* text = part.find("text");
-    if (!type || !type->is_string() || type->as_string() != "text" || !text || !text->is_string())
+  for (const json::Value& part : json::as_array(content)) {
+    const json::Value* type = json::find(part, "type");
+    const json::Value* text = json::find(part, "text");
+    if (!type || !type->is_string() || json::as_string(*type) != "text" || !text || !text->is_string())
       fail(ErrorKind::InvalidArgument, "messages[{}].content: only parts {{\"type\": \"text\", \"text\": ...}} are supported", i);
-    out += text->as_string();
+    out += json::as_string(*text);
   }
   return out;
 }
 
 std::vector<ChatMessage> messages_of(const json::Value& v) {
-  if (!v.is_array() || v.as_array().empty())
+  if (!v.is_array() || json::as_array(v).empty())
     fail(ErrorKind::InvalidArgument, "field 'messages' must be a non-empty array");
   std::vector<ChatMessage> out;
-  for (size_t i = 0; i < v.as_array().size(); ++i) {
-    const json::Value& m = v.as_array()[i];
-    const json::Value* role = m.is_object() ? m.find("role") : nullptr;
-    const json::Value* content = m.is_object() ? m.find("content") : nullptr;
+  for (size_t i = 0; i < json::as_array(v).size(); ++i) {
+    const json::Value& m = json::as_array(v)[i];
+    const json::Value* role = m.is_object() ? json::find(m, "role") : nullptr;
+    const json::Value* content = m.is_object() ? json::find(m, "content") : nullptr;
     if (!role || !role->is_string() || !content)
       fail(ErrorKind::InvalidArgument, "messages[{}] must be an object with a string 'role' and a 'content'", i);
-    std::string r = role->as_string();
+    std::string r = json::as_string(*role);
     if (r == "developer") r = "system";  // OpenAI's newer name for the system role
     if (r != "system" && r != "user" && r != "assistant")
       fail(ErrorKind::InvalidArgument, "messages[{}].role '{}' is not system, developer, user or assistant", i, r);
@@ -65,11 +65,11 @@ std::vector<std::string> stops_of(const json::Value& v) {
   std::vector<std::string> out;
   if (v.is_null()) return out;
   if (v.is_string()) {
-    out.push_back(v.as_string());
+    out.push_back(json::as_string(v));
   } else if (v.is_array()) {
-    for (const json::Value& s : v.as_array()) {
+    for (const json::Value& s : json::as_array(v)) {
       if (!s.is_string()) fail(ErrorKind::InvalidArgument, "field 'stop' must be a string or an array of strings");
-      out.push_back(s.as_string());
+      out.push_back(json::as_string(s));
     }
   } else {
     fail(ErrorKind::InvalidArgument, "field 'stop' must be a string or an array of strings");
@@ -83,14 +83,14 @@ std::vector<std::string> stops_of(const json::Value& v) {
 
 // Chat requests say logprobs: true and top_logprobs: N; completions say logprobs: N.
 int logprobs_of(const json::Value& body, bool chat) {
-  const json::Value* lp = body.find("logprobs");
-  const json::Value* top = body.find("top_logprobs");
+  const json::Value* lp = json::find(body, "logprobs");
+  const json::Value* top = json::find(body, "top_logprobs");
   if (!chat) {
     if (top && !top->is_null()) fail(ErrorKind::InvalidArgument, "field 'top_logprobs' is for chat requests; give 'logprobs': N");
     return lp && !lp->is_null() ? static_cast<int>(integer(*lp, "logprobs", 0, 5)) : -1;
   }
-  if (lp && !lp->is_null() && !lp->is_bool()) fail(ErrorKind::InvalidArgument, "field 'logprobs' must be a boolean");
-  const bool on = lp && lp->is_bool() && lp->as_bool();
+  if (lp && !lp->is_null() && !lp->is_boolean()) fail(ErrorKind::InvalidArgument, "field 'logprobs' must be a boolean");
+  const bool on = lp && lp->is_boolean() && json::as_bool(*lp);
   const int n = top && !top->is_null() ? static_cast<int>(integer(*top, "top_logprobs", 0, 20)) : 0;
   if (!on && top && !top->is_null()) fail(ErrorKind::InvalidArgument, "field 'top_logprobs' needs 'logprobs': true");
   return on ? n : -1;
@@ -104,38 +104,38 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
   CompletionRequest r;
   r.sampling = defaults.sampling;
   r.max_tokens = defaults.max_tokens;
-  const json::Value* prompt = body.find("prompt");
-  const json::Value* messages = body.find("messages");
+  const json::Value* prompt = json::find(body, "prompt");
+  const json::Value* messages = json::find(body, "messages");
   if ((prompt != nullptr) == (messages != nullptr))
     fail(ErrorKind::InvalidArgument, "give exactly one of 'prompt' and 'messages'");
   if (prompt) {
-    if (!prompt->is_string() || prompt->as_string().empty())
+    if (!prompt->is_string() || json::as_string(*prompt).empty())
       fail(ErrorKind::InvalidArgument, "field 'prompt' must be a non-empty string");
-    r.prompt = prompt->as_string();
+    r.prompt = json::as_string(*prompt);
   } else {
     r.prompt = chat_template.render(messages_of(*messages), /*add_generation_prompt=*/true);
     r.chat = true;
   }
   constexpr int64_t kMaxTokens = 1 << 20;
   for (const char* field : {"max_tokens", "max_completion_tokens"})
-    if (const json::Value* v = body.find(field); v && !v->is_null()) r.max_tokens = static_cast<int>(integer(*v, field, 0, kMaxTokens));
+    if (const json::Value* v = json::find(body, field); v && !v->is_null()) r.max_tokens = static_cast<int>(integer(*v, field, 0, kMaxTokens));
   SamplingParams& s = r.sampling;
-  if (const json::Value* v = body.find("temperature"); v && !v->is_null()) s.temperature = static_cast<float>(number(*v, "temperature", 0, 2));
-  if (const json::Value* v = body.find("top_p"); v && !v->is_null()) s.top_p = static_cast<float>(number(*v, "top_p", 0, 1));
-  if (const json::Value* v = body.find("min_p"); v && !v->is_null()) s.min_p = static_cast<float>(number(*v, "min_p", 0, 1));
-  if (const json::Value* v = body.find("top_k"); v && !v->is_null()) s.top_k = static_cast<int>(integer(*v, "top_k", -1, 1 << 20));
-  if (const json::Value* v = body.find("presence_penalty"); v && !v->is_null())
+  if (const json::Value* v = json::find(body, "temperature"); v && !v->is_null()) s.temperature = static_cast<float>(number(*v, "temperature", 0, 2));
+  if (const json::Value* v = json::find(body, "top_p"); v && !v->is_null()) s.top_p = static_cast<float>(number(*v, "top_p", 0, 1));
+  if (const json::Value* v = json::find(body, "min_p"); v && !v->is_null()) s.min_p = static_cast<float>(number(*v, "min_p", 0, 1));
+  if (const json::Value* v = json::find(body, "top_k"); v && !v->is_null()) s.top_k = static_cast<int>(integer(*v, "top_k", -1, 1 << 20));
+  if (const json::Value* v = json::find(body, "presence_penalty"); v && !v->is_null())
     s.presence_penalty = static_cast<float>(number(*v, "presence_penalty", -2, 2));
-  if (const json::Value* v = body.find("frequency_penalty"); v && !v->is_null())
+  if (const json::Value* v = json::find(body, "frequency_penalty"); v && !v->is_null())
     s.frequency_penalty = static_cast<float>(number(*v, "frequency_penalty", -2, 2));
-  if (const json::Value* v = body.find("seed"); v && !v->is_null())
+  if (const json::Value* v = json::find(body, "seed"); v && !v->is_null())
     s.seed = static_cast<uint64_t>(integer(*v, "seed", 0, std::numeric_limits<int64_t>::max()));
-  if (const json::Value* v = body.find("n"); v && !v->is_null()) integer(*v, "n", 1, 1);  // one choice only
-  if (const json::Value* v = body.find("stop")) r.stop = stops_of(*v);
+  if (const json::Value* v = json::find(body, "n"); v && !v->is_null()) integer(*v, "n", 1, 1);  // one choice only
+  if (const json::Value* v = json::find(body, "stop")) r.stop = stops_of(*v);
   r.top_logprobs = logprobs_of(body, r.chat);
-  if (const json::Value* v = body.find("ignore_eos"); v && !v->is_null()) {
-    if (!v->is_bool()) fail(ErrorKind::InvalidArgument, "field 'ignore_eos' must be a boolean");
-    r.ignore_eos = v->as_bool();
+  if (const json::Value* v = json::find(body, "ignore_eos"); v && !v->is_null()) {
+    if (!v->is_boolean()) fail(ErrorKind::InvalidArgument, "field 'ignore_eos' must be a boolean");
+    r.ignore_eos = json::as_bool(*v);
   }
   validate(s);
   return r;

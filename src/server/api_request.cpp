@@ -10,34 +10,34 @@ namespace {
 // Fields that would change the answer in ways ember does not implement.
 void refuse_unsupported(const json::Value& body) {
   for (const char* field : {"tools", "functions", "tool_choice", "function_call", "suffix", "logit_bias", "best_of"}) {
-    const json::Value* v = body.find(field);
+    const json::Value* v = json::find(body, field);
     if (!v || v->is_null()) continue;
-    const bool harmless = (v->is_array() && v->as_array().empty()) || (v->is_object() && v->as_object().empty()) ||
-                          (std::string_view(field) == "best_of" && v->is_integer() && v->as_int() == 1) ||
-                          (std::string_view(field) == "tool_choice" && v->is_string() && v->as_string() == "none");
+    const bool harmless = (v->is_array() && json::as_array(*v).empty()) || (v->is_object() && json::as_object(*v).empty()) ||
+                          (std::string_view(field) == "best_of" && v->is_number_integer() && json::as_int(*v) == 1) ||
+                          (std::string_view(field) == "tool_choice" && v->is_string() && json::as_string(*v) == "none");
     if (!harmless) throw bad_request(fmt::format("field '{}' is not supported by ember", field));
   }
   if (bool_field(body, "echo", false)) throw bad_request("field 'echo' is not supported by ember");
-  if (const json::Value* v = body.find("response_format"); v && !v->is_null()) {
-    const json::Value* type = v->is_object() ? v->find("type") : nullptr;
-    if (!type || !type->is_string() || type->as_string() != "text")
+  if (const json::Value* v = json::find(body, "response_format"); v && !v->is_null()) {
+    const json::Value* type = v->is_object() ? json::find(*v, "type") : nullptr;
+    if (!type || !type->is_string() || json::as_string(*type) != "text")
       throw bad_request("field 'response_format': only {\"type\": \"text\"} is supported");
   }
 }
 
 void check_model(const json::Value& body, const std::string& served) {
-  const json::Value* v = body.find("model");
+  const json::Value* v = json::find(body, "model");
   if (!v || v->is_null()) return;
   if (!v->is_string()) throw bad_request("field 'model' must be a string");
-  if (v->as_string() != served)
-    throw ApiError(404, "invalid_request_error", fmt::format("model '{}' does not exist; this server has '{}'", v->as_string(), served),
+  if (json::as_string(*v) != served)
+    throw ApiError(404, "invalid_request_error", fmt::format("model '{}' does not exist; this server has '{}'", json::as_string(*v), served),
                    "model", "model_not_found");
 }
 
 void check_endpoint(const json::Value& body, Endpoint endpoint) {
-  if (endpoint == Endpoint::ChatCompletions && !body.find("messages"))
+  if (endpoint == Endpoint::ChatCompletions && !json::find(body, "messages"))
     throw bad_request("field 'messages' is required by /v1/chat/completions");
-  if (endpoint == Endpoint::Completions && !body.find("prompt"))
+  if (endpoint == Endpoint::Completions && !json::find(body, "prompt"))
     throw bad_request("field 'prompt' is required by /v1/completions");
 }
 
@@ -55,10 +55,10 @@ json::Value read_json_object(std::string_view text) {
 }
 
 bool bool_field(const json::Value& body, const char* field, bool fallback) {
-  const json::Value* v = body.find(field);
+  const json::Value* v = json::find(body, field);
   if (!v || v->is_null()) return fallback;
-  if (!v->is_bool()) throw bad_request(fmt::format("field '{}' must be a boolean", field));
-  return v->as_bool();
+  if (!v->is_boolean()) throw bad_request(fmt::format("field '{}' must be a boolean", field));
+  return json::as_bool(*v);
 }
 
 ApiRequest read_api_request(std::string_view text, Endpoint endpoint, const ApiContext& context) {
@@ -68,7 +68,7 @@ ApiRequest read_api_request(std::string_view text, Endpoint endpoint, const ApiC
   refuse_unsupported(body);
   ApiRequest r;
   r.stream = bool_field(body, "stream", false);
-  if (const json::Value* so = body.find("stream_options"); so && !so->is_null()) {
+  if (const json::Value* so = json::find(body, "stream_options"); so && !so->is_null()) {
     if (!so->is_object()) throw bad_request("field 'stream_options' must be an object");
     r.include_usage = bool_field(*so, "include_usage", false);
   }

@@ -49,20 +49,20 @@ void send_error(httplib::Response& res, const ApiError& e) {
 
 // llama-server's /tokenize: {"content", "add_special", "parse_special"} -> {"tokens"}.
 Json tokenize(const Tokenizer& tok, const json::Value& body) {
-  const json::Value* content = body.find("content");
+  const json::Value* content = json::find(body, "content");
   if (!content || !content->is_string()) throw bad_request("field 'content' must be a string");
-  const auto ids = tok.encode(content->as_string(), bool_field(body, "add_special", false), bool_field(body, "parse_special", true));
+  const auto ids = tok.encode(json::as_string(*content), bool_field(body, "add_special", false), bool_field(body, "parse_special", true));
   return Json{{"tokens", ids}};
 }
 
 Json detokenize(const Tokenizer& tok, const json::Value& body) {
-  const json::Value* tokens = body.find("tokens");
+  const json::Value* tokens = json::find(body, "tokens");
   if (!tokens || !tokens->is_array()) throw bad_request("field 'tokens' must be an array of token ids");
   std::vector<int32_t> ids;
-  for (const json::Value& t : tokens->as_array()) {
-    if (!t.is_integer() || t.as_int() < 0 || t.as_int() >= tok.n_vocab())
+  for (const json::Value& t : json::as_array(*tokens)) {
+    if (!t.is_number_integer() || json::as_int(t) < 0 || json::as_int(t) >= tok.n_vocab())
       throw bad_request(fmt::format("field 'tokens': every id must be an integer in [0, {})", tok.n_vocab()));
-    ids.push_back(static_cast<int32_t>(t.as_int()));
+    ids.push_back(static_cast<int32_t>(json::as_int(t)));
   }
   return Json{{"content", tok.decode(ids)}};
 }

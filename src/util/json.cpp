@@ -14,16 +14,18 @@ namespace ember::json {
 
 namespace {
 
-const char* kind_name(Value::Kind k) {
-  switch (k) {
-    case Value::Kind::Null: return "null";
-    case Value::Kind::Bool: return "a boolean";
-    case Value::Kind::Number: return "a number";
-    case Value::Kind::String: return "a string";
-    case Value::Kind::Array: return "an array";
-    case Value::Kind::Object: return "an object";
+const char* kind_name(const Value& v) {
+  switch (v.type()) {
+    case Value::value_t::null: return "null";
+    case Value::value_t::boolean: return "a boolean";
+    case Value::value_t::number_integer:
+    case Value::value_t::number_unsigned:
+    case Value::value_t::number_float: return "a number";
+    case Value::value_t::string: return "a string";
+    case Value::value_t::array: return "an array";
+    case Value::value_t::object: return "an object";
+    default: return "?";
   }
-  return "?";
 }
 
 // A const char* that publishes how far nlohmann has read: its SAX events carry no byte
@@ -67,22 +69,25 @@ std::string reason_of(std::string_view what, const std::string& last_token) {
   return reason;
 }
 
-// Builds Values straight from nlohmann's SAX events. Containers under construction wait on
-// an explicit stack, so neither nlohmann's parser (iterative) nor this recurses per level.
-class Builder final : public nlohmann::json_sax<nlohmann::json> {
+// Builds Values from nlohmann's SAX events (rather than its DOM parser) for the depth limit,
+// byte offsets in errors, int64-only integers and duplicate keys kept. Containers under
+// construction wait on an explicit stack, so neither nlohmann's parser (iterative) nor this
+// recurses per level.
+class Builder final : public nlohmann::json_sax<Value> {
  public:
   Builder(const char* begin, const char* const& read_to) : begin_(begin), read_to_(read_to) {}
 
-  bool null() override { return add(Value::make_null()); }
-  bool boolean(bool b) override { return add(Value::make_bool(b)); }
-  bool number_integer(number_integer_t i) override { return add(Value::make_number(static_cast<double>(i), true, i)); }
+  bool null() override { return add(Value(nullptr)); }
+  bool boolean(bool b) override { return add(Value(b)); }
+  bool number_integer(number_integer_t i) override { return add(Value(i)); }
   bool number_unsigned(number_unsigned_t u) override {
-    // Above INT64_MAX there is no exact int64: a plain number, like any integer out of range.
-    const bool fits = u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-    return add(Value::make_number(static_cast<double>(u), fits, fits ? static_cast<int64_t>(u) : 0));
+    // Integers are int64 (number_integer) only. Above INT64_MAX there is no exact int64: a
+    // float, like any integer out of range.
+    if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return add(Value(static_cast<int64_t>(u)));
+    return add(Value(static_cast<double>(u)));
   }
-  bool number_float(number_float_t d, const string_t&) override { return add(Value::make_number(d, false, 0)); }
-  bool string(string_t& s) override { return add(Value::make_string(std::move(s))); }
+  bool number_float(number_float_t d, const string_t&) override { return add(Value(d)); }
+  bool string(string_t& s) override { return add(Value(std::move(s))); }
   bool binary(binary_t&) override { return false; }  // only the binary formats produce these
   bool start_object(std::size_t) override { return open(true); }
   bool key(string_t& k) override {
@@ -106,19 +111,19 @@ class Builder final : public nlohmann::json_sax<nlohmann::json> {
 
  private:
   struct Frame {
-    bool is_object = false;
-    std::vector<Value> items;
-    std::vector<std::pair<std::string, Value>> members;
+    Value value;      // an empty array or object, filled as its members arrive
     std::string key;  // the member whose value comes next
   };
 
   bool add(Value v) {
     if (open_.empty()) {
       root_ = std::move(v);
-    } else if (Frame& f = open_.back(); f.is_object) {
-      f.members.emplace_back(std::move(f.key), std::move(v));
+    } else if (Frame& f = open_.back(); f.value.is_object()) {
+      // ordered_map is a vector of pairs: push_back keeps a duplicate key (find() still
+      // returns the first), where emplace would drop it and operator[] overwrite.
+      f.value.get_ref<Value::object_t&>().push_back({std::move(f.key), std::move(v)});
     } else {
-      f.items.push_back(std::move(v));
+      f.value.get_ref<Value::array_t&>().push_back(std::move(v));
     }
     return true;
   }
@@ -128,13 +133,13 @@ class Builder final : public nlohmann::json_sax<nlohmann::json> {
       error_ = fmt::format("nests deeper than {} arrays and objects", kMaxDepth);
       return false;
     }
-    open_.emplace_back().is_object = is_object;
+    open_.emplace_back().value = is_object ? Value::object() : Value::array();
     return true;
   }
   bool close() {
-    Frame f = std::move(open_.back());
+    Value v = std::move(open_.back().value);
     open_.pop_back();
-    return add(f.is_object ? Value::make_object(std::move(f.members)) : Value::make_array(std::move(f.items)));
+    return add(std::move(v));
   }
 
   const char* begin_;
@@ -147,75 +152,45 @@ class Builder final : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
-Value Value::make_bool(bool b) {
-  Value v;
-  v.kind_ = Kind::Bool;
-  v.b_ = b;
-  return v;
+bool as_bool(const Value& v, std::string_view what) {
+  if (!v.is_boolean()) fail(ErrorKind::Format, "{} should be a boolean, is {}", what, kind_name(v));
+  return v.get<bool>();
 }
-Value Value::make_number(double d, bool is_int, int64_t i) {
-  Value v;
-  v.kind_ = Kind::Number;
-  v.d_ = d;
-  v.is_int_ = is_int;
-  v.i_ = i;
-  return v;
+double as_double(const Value& v, std::string_view what) {
+  if (!v.is_number()) fail(ErrorKind::Format, "{} should be a number, is {}", what, kind_name(v));
+  return v.get<double>();
 }
-Value Value::make_string(std::string s) {
-  Value v;
-  v.kind_ = Kind::String;
-  v.s_ = std::move(s);
-  return v;
+int64_t as_int(const Value& v, std::string_view what) {
+  // parse() stores integers as int64 only; a uint64 could come from code building a Value.
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())))
+    fail(ErrorKind::Format, "{} should be an integer, is {}", what, kind_name(v));
+  return v.get<int64_t>();
 }
-Value Value::make_array(std::vector<Value> a) {
-  Value v;
-  v.kind_ = Kind::Array;
-  v.a_ = std::move(a);
-  return v;
+const std::string& as_string(const Value& v, std::string_view what) {
+  if (!v.is_string()) fail(ErrorKind::Format, "{} should be a string, is {}", what, kind_name(v));
+  return v.get_ref<const std::string&>();
 }
-Value Value::make_object(std::vector<std::pair<std::string, Value>> o) {
-  Value v;
-  v.kind_ = Kind::Object;
-  v.o_ = std::move(o);
-  return v;
+const Value::array_t& as_array(const Value& v, std::string_view what) {
+  if (!v.is_array()) fail(ErrorKind::Format, "{} should be an array, is {}", what, kind_name(v));
+  return v.get_ref<const Value::array_t&>();
+}
+const Value::object_t& as_object(const Value& v, std::string_view what) {
+  if (!v.is_object()) fail(ErrorKind::Format, "{} should be an object, is {}", what, kind_name(v));
+  return v.get_ref<const Value::object_t&>();
 }
 
-bool Value::as_bool(std::string_view what) const {
-  if (kind_ != Kind::Bool) fail(ErrorKind::Format, "{} should be a boolean, is {}", what, kind_name(kind_));
-  return b_;
-}
-double Value::as_double(std::string_view what) const {
-  if (kind_ != Kind::Number) fail(ErrorKind::Format, "{} should be a number, is {}", what, kind_name(kind_));
-  return d_;
-}
-int64_t Value::as_int(std::string_view what) const {
-  if (!is_integer()) fail(ErrorKind::Format, "{} should be an integer, is {}", what, kind_name(kind_));
-  return i_;
-}
-const std::string& Value::as_string(std::string_view what) const {
-  if (kind_ != Kind::String) fail(ErrorKind::Format, "{} should be a string, is {}", what, kind_name(kind_));
-  return s_;
-}
-const std::vector<Value>& Value::as_array(std::string_view what) const {
-  if (kind_ != Kind::Array) fail(ErrorKind::Format, "{} should be an array, is {}", what, kind_name(kind_));
-  return a_;
-}
-const std::vector<std::pair<std::string, Value>>& Value::as_object(std::string_view what) const {
-  if (kind_ != Kind::Object) fail(ErrorKind::Format, "{} should be an object, is {}", what, kind_name(kind_));
-  return o_;
-}
-
-const Value* Value::find(std::string_view key) const {
-  if (kind_ != Kind::Object) return nullptr;
-  for (const auto& [k, v] : o_)
-    if (k == key) return &v;
+const Value* find(const Value& v, std::string_view key) {
+  if (!v.is_object()) return nullptr;
+  for (const auto& [k, item] : v.get_ref<const Value::object_t&>())
+    if (k == key) return &item;
   return nullptr;
 }
 
-const Value& Value::at(std::string_view key) const {
-  const Value* v = find(key);
-  if (!v) fail(ErrorKind::Format, "missing key \"{}\"", key);
-  return *v;
+const Value& at(const Value& v, std::string_view key) {
+  const Value* item = find(v, key);
+  if (!item) fail(ErrorKind::Format, "missing key \"{}\"", key);
+  return *item;
 }
 
 Value parse(std::string_view text, std::string_view source) {

@@ -19,23 +19,20 @@ using ember::json::Value;
 // Canonical text of a parsed value. Non-integers keep a '.' or exponent, so they read back
 // as non-integers (-0.0 included). Recursion is bounded by json::kMaxDepth.
 void write(const Value& v, std::string& out) {
-  switch (v.kind()) {
-    case Value::Kind::Null: out += "null"; return;
-    case Value::Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
-    case Value::Kind::String: out += ember::json::quote(v.as_string()); return;
-    case Value::Kind::Number: {
-      if (v.is_integer()) {
-        out += fmt::format("{}", v.as_int());
-        return;
-      }
-      const std::string d = fmt::format("{}", v.as_double());
+  switch (v.type()) {
+    case Value::value_t::null: out += "null"; return;
+    case Value::value_t::boolean: out += ember::json::as_bool(v) ? "true" : "false"; return;
+    case Value::value_t::string: out += ember::json::quote(ember::json::as_string(v)); return;
+    case Value::value_t::number_integer: out += fmt::format("{}", ember::json::as_int(v)); return;
+    case Value::value_t::number_float: {
+      const std::string d = fmt::format("{}", ember::json::as_double(v));
       out += d;
       if (d.find_first_of(".e") == std::string::npos) out += ".0";
       return;
     }
-    case Value::Kind::Array: {
+    case Value::value_t::array: {
       out += '[';
-      for (const Value& item : v.as_array()) {
+      for (const Value& item : ember::json::as_array(v)) {
         write(item, out);
         out += ',';
       }
@@ -43,10 +40,10 @@ void write(const Value& v, std::string& out) {
       else out += ']';
       return;
     }
-    case Value::Kind::Object: {
+    case Value::value_t::object: {
       out += '{';
-      for (const auto& [key, item] : v.as_object()) {
-        if (v.find(key) == nullptr) __builtin_trap();
+      for (const auto& [key, item] : ember::json::as_object(v)) {
+        if (ember::json::find(v, key) == nullptr) __builtin_trap();
         out += ember::json::quote(key) + ':';
         write(item, out);
         out += ',';
@@ -55,6 +52,7 @@ void write(const Value& v, std::string& out) {
       else out += '}';
       return;
     }
+    default: __builtin_trap();  // parse() makes no unsigned, binary or discarded values
   }
 }
 
