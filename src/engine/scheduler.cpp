@@ -52,14 +52,18 @@ Scheduler::~Scheduler() {
   for (const ParkedCache& p : parked_) clear_slot(p.slot);
 }
 
+void check_prompt_fits(size_t n_tokens, int n_ctx) {
+  if (n_tokens > static_cast<size_t>(n_ctx))
+    fail(ErrorKind::ContextFull, "the prompt is {} tokens but the context holds only {} (raise -c)", n_tokens, n_ctx);
+}
+
 void check_request(const SequenceRequest& request, const SchedulerLimits& limits) {
   if (request.prompt.empty()) fail(ErrorKind::InvalidArgument, "empty prompt");
   const size_t n_ctx = static_cast<size_t>(limits.n_ctx);
   const size_t n_prompt = request.prompt.size();
   size_t longest = n_prompt + static_cast<size_t>(std::max(1, request.max_tokens));
   if (request.may_fill_context || request.context_shift || limits.context_shift) {
-    if (n_prompt > n_ctx)
-      fail(ErrorKind::ContextFull, "the prompt is {} tokens but the context holds only {} (raise -c)", n_prompt, n_ctx);
+    check_prompt_fits(n_prompt, limits.n_ctx);
     longest = std::min(request.max_tokens < 0 ? n_ctx : longest, n_ctx);
   } else if (n_prompt >= n_ctx || (request.max_tokens > 0 && longest > n_ctx)) {
     fail(ErrorKind::ContextFull, "prompt of {} tokens + max_tokens {} exceed the context of {}", n_prompt,

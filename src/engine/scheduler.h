@@ -112,6 +112,8 @@ struct SchedulerLimits {
 };
 // Throws what Scheduler::submit throws for a request that cannot run.
 void check_request(const SequenceRequest& request, const SchedulerLimits& limits);
+// Throws Error(ContextFull) naming both counts when a prompt of n_tokens exceeds n_ctx.
+void check_prompt_fits(size_t n_tokens, int n_ctx);
 // `token`'s log-probability in a logits row and the n_top likeliest (ties: lower id first).
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n_top);
 

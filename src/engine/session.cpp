@@ -54,11 +54,7 @@ Session::~Session() = default;
 
 int Session::n_ctx() const { return ctx_.n_ctx(); }
 
-void Session::check_prompt_fits(size_t n_tokens) const {
-  if (n_tokens > static_cast<size_t>(ctx_.n_ctx()))
-    fail(ErrorKind::ContextFull, "the prompt is {} tokens but the context holds only {} (raise -c)", n_tokens,
-         ctx_.n_ctx());
-}
+void Session::check_prompt_fits(size_t n_tokens) const { ember::check_prompt_fits(n_tokens, ctx_.n_ctx()); }
 
 std::span<const int32_t> Session::cached_tokens() const { return sched_->parked_tokens(kConversation); }
 
@@ -115,7 +111,6 @@ void Session::finish(Run& run, const SequenceEnd& end) const {
 GenerationResult Session::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                    const TextSink& on_text) {
   if (prompt.empty()) fail(ErrorKind::InvalidArgument, "the prompt is empty (no tokens to start from)");
-  check_prompt_fits(prompt.size());
   Run run;
   run.on_text = &on_text;
   run.start = Clock::now();
