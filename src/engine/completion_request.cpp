@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "template/chat_prompt.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -22,42 +23,6 @@ int64_t integer(const json::Value& v, const char* field, int64_t lo, int64_t hi)
   const int64_t i = json::as_int(v, field);
   if (i < lo || i > hi) fail(ErrorKind::InvalidArgument, "field '{}' = {} is outside [{}, {}]", field, i, lo, hi);
   return i;
-}
-
-// A message's content: a string, or (newer OpenAI clients) an array of {"type": "text",
-// "text": ...} parts, joined.
-std::string content_of(const json::Value& content, size_t i) {
-  if (content.is_string()) return json::as_string(content);
-  if (!content.is_array())
-    fail(ErrorKind::InvalidArgument, "messages[{}].content must be a string or an array of text parts", i);
-  std::string out;
-  for (const json::Value& part : json::as_array(content)) {
-    const json::Value* type = json::find(part, "type");
-    const json::Value* text = json::find(part, "text");
-    if (!type || !type->is_string() || json::as_string(*type) != "text" || !text || !text->is_string())
-      fail(ErrorKind::InvalidArgument, "messages[{}].content: only parts {{\"type\": \"text\", \"text\": ...}} are supported", i);
-    out += json::as_string(*text);
-  }
-  return out;
-}
-
-std::vector<ChatMessage> messages_of(const json::Value& v) {
-  if (!v.is_array() || json::as_array(v).empty())
-    fail(ErrorKind::InvalidArgument, "field 'messages' must be a non-empty array");
-  std::vector<ChatMessage> out;
-  for (size_t i = 0; i < json::as_array(v).size(); ++i) {
-    const json::Value& m = json::as_array(v)[i];
-    const json::Value* role = m.is_object() ? json::find(m, "role") : nullptr;
-    const json::Value* content = m.is_object() ? json::find(m, "content") : nullptr;
-    if (!role || !role->is_string() || !content)
-      fail(ErrorKind::InvalidArgument, "messages[{}] must be an object with a string 'role' and a 'content'", i);
-    std::string r = json::as_string(*role);
-    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
-    if (r != "system" && r != "user" && r != "assistant")
-      fail(ErrorKind::InvalidArgument, "messages[{}].role '{}' is not system, developer, user or assistant", i, r);
-    out.push_back(ChatMessage{r, content_of(*content, i)});
-  }
-  return out;
 }
 
 std::vector<std::string> stops_of(const json::Value& v) {
@@ -113,7 +78,11 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
       fail(ErrorKind::InvalidArgument, "field 'prompt' must be a non-empty string");
     r.prompt = json::as_string(*prompt);
   } else {
-    r.prompt = chat_template.render(messages_of(*messages), /*add_generation_prompt=*/true);
+    if (!messages->is_array() || json::as_array(*messages).empty())
+      fail(ErrorKind::InvalidArgument, "field 'messages' must be a non-empty array");
+    ChatPromptInput input;
+    input.messages = *messages;
+    r.prompt = render_chat_prompt(chat_template, input).text;
     r.chat = true;
   }
   constexpr int64_t kMaxTokens = 1 << 20;
