@@ -4,8 +4,9 @@
 //               [--draft-ngram 3 | --draft small.gguf] [--draft-max 8]
 //
 // It listens first (GET /health answers 503 while the model loads), then serves until
-// SIGTERM or SIGINT: new requests get 503, running ones finish (--shutdown finish, the
-// default) or end at once (--shutdown cancel), and it exits 0.
+// SIGTERM or SIGINT: /health and new requests get 503 at once, running ones finish
+// (--shutdown finish, the default; streams up to their `data: [DONE]`) or end at once
+// (--shutdown cancel), and it exits 0. deploy/ has load-balancer setups built on this.
 #include <fmt/format.h>
 
 #include <csignal>
@@ -17,6 +18,7 @@
 #include "engine/batch_job.h"
 #include "engine/draft/draft_setup.h"
 #include "server/http_server.h"
+#include "server/metrics_routing.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 
@@ -29,6 +31,7 @@ struct ServeFlags {
   std::string alias;
   std::string chat_template;
   std::string shutdown = "finish";
+  std::string metrics_compat;
   int n_parallel = 16;
   int batch_tokens = 512;
   int kv_size = 0;
@@ -46,6 +49,7 @@ void check(const ServeFlags& f) {
   if (f.shutdown != "finish" && f.shutdown != "cancel")
     fail(ErrorKind::InvalidArgument, "--shutdown '{}' must be finish or cancel", f.shutdown);
   sequence_drafting(f.gen.draft);  // refuses --draft MODEL with --draft-ngram N
+  server::parse_metrics_compat(f.metrics_compat);
 }
 
 // SIGTERM and SIGINT wait for sigwait() in the main thread; every thread started later
@@ -65,6 +69,7 @@ int run_serve(ServeFlags& f) {
   check(f);
   const sigset_t stop_signals = block_stop_signals();
   f.http.max_body_bytes = f.max_body_kib * 1024;
+  f.http.metrics_vllm_names = server::parse_metrics_compat(f.metrics_compat);
   server::ServerMetrics metrics;
   server::HttpServer http(f.http, metrics);
   const int port = http.bind();
@@ -109,6 +114,9 @@ int run_serve(ServeFlags& f) {
              f.shutdown == "finish" ? "finishing" : "cancelling");
   http.start_draining();
   engine->shut_down(f.shutdown == "finish");
+  // The sequences are done; their last chunks may still be on their way to the clients.
+  if (!http.wait_for_responses(std::chrono::seconds(30)))
+    fmt::print(stderr, "serve: some answers were still being written after 30 s; closing them\n");
   http.stop();
   listener.join();
   return 0;
@@ -138,6 +146,9 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--timeout", flags->http.read_timeout_s, "seconds a client may take to send its request")
       ->capture_default_str();
   cmd->add_option("--shutdown", flags->shutdown, "on SIGTERM: finish or cancel the running requests")->capture_default_str();
+  cmd->add_flag("--metrics-no-auth", flags->http.metrics_no_auth, "GET /metrics without the API key (for scrapers)");
+  cmd->add_option("--metrics-compat", flags->metrics_compat,
+                  "vllm: /metrics also under vLLM's names (vllm:num_requests_running ...) for routers");
   cmd->add_option("--chat-template", flags->chat_template, "template for chat requests (default: the model's)");
   add_sampling_flags(cmd, flags->gen);
   add_draft_flags(cmd, flags->gen);
