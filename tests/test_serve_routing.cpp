@@ -113,6 +113,20 @@ TEST_CASE("--metrics-no-auth opens /metrics only; without it /metrics needs the 
   CHECK(closed.client().Get("/metrics", {{"Authorization", "Bearer k"}})->status == 200);
 }
 
+TEST_CASE("--drain-grace: after SIGTERM an idle server still answers 503 until the grace is over") {
+  ServerProcess server({"-t", "1", "-m", aidreams_gguf(), "-np", "1", "-c", "128", "--drain-grace", "1.5"});
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(server.pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const httplib::Result h = server.client().Get("/health");
+  REQUIRE(h);  // not a refused connection
+  CHECK(h->status == 503);
+  CHECK(post(server, "/v1/completions", R"({"prompt": "The", "max_tokens": 1})")->status == 503);
+  CHECK(server.terminate() == 0);
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(1500));
+  CHECK(run_ember({"serve", "-m", aidreams_gguf(), "--drain-grace", "-1"}).exit_code != 0);
+}
+
 TEST_CASE("SIGTERM drains: /health and new requests get 503 at once, a running stream ends with [DONE], exit 0") {
   ServerProcess server({"-t", "1", "-m", aidreams_gguf(), "-np", "2", "-c", "4096"});
   std::string streamed;
