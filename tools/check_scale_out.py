@@ -131,11 +131,10 @@ class Balancer:
             cmd = ["nginx", "-p", prefix, "-c", os.path.join(prefix, "nginx.conf")]
         else:
             policy = "round_robin" if self.kind == "router-rr" else "cache_aware"
-            cmd = [self.args.router_python, "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
-                   "--port", str(self.port), "--policy", policy, "--worker-urls", *[r.url for r in self.replicas],
-                   "--health-check-endpoint", "/health", "--health-check-interval-secs", "1",
-                   "--health-failure-threshold", "2", "--log-level", "warn"]
-        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+            cmd = [os.path.join(self.args.deploy, "sglang-router", "launch"), "--port", str(self.port),
+                   "--policy", policy, *[r.url for r in self.replicas]]
+        env = dict(os.environ, SGLANG_ROUTER_PYTHON=self.args.router_python)
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
         body = json.dumps({"model": "ember", "prompt": "the", "max_tokens": 1}).encode()
 
         def answers():
