@@ -6,7 +6,8 @@
 // It listens first (GET /health answers 503 while the model loads), then serves until
 // SIGTERM or SIGINT: /health and new requests get 503 at once, running ones finish
 // (--shutdown finish, the default; streams up to their `data: [DONE]`) or end at once
-// (--shutdown cancel), and it exits 0, after --drain-grace seconds at the earliest. deploy/ has load-balancer setups built on this.
+// (--shutdown cancel), and it exits 0, after --drain-grace seconds at the earliest
+// (deploy/ has load-balancer setups built on this).
 #include <fmt/format.h>
 
 #include <csignal>
