@@ -43,11 +43,14 @@ def http_get(url, timeout=2.0):
         return 0, ""
 
 
-def wait_until(what, check, seconds):
+def wait_until(what, check, seconds, proc=None):
+    """Polls `check` until it holds; fails early when `proc` exits (a port in use, say)."""
     deadline = time.time() + seconds
     while time.time() < deadline:
         if check():
             return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what}: the process exited with {proc.returncode} (see its log)")
         time.sleep(0.05)
     raise RuntimeError(f"timed out waiting for {what}")
 
@@ -67,7 +70,7 @@ class Replica:
                "--drain-grace", str(self.args.drain_grace)]
         out = open(os.path.join(self.workdir, f"replica-{self.port}.log"), "a")
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-        wait_until(f"replica :{self.port} ready", lambda: http_get(self.url + "/health")[0] == 200, 60)
+        wait_until(f"replica :{self.port} ready", lambda: http_get(self.url + "/health")[0] == 200, 60, self.proc)
 
     def signal(self, sig):
         self.proc.send_signal(sig)
@@ -144,7 +147,7 @@ class Balancer:
                     return r.status == 200
             except OSError:
                 return False
-        wait_until(f"{self.kind} on :{self.port} answering", answers, 60)
+        wait_until(f"{self.kind} on :{self.port} answering", answers, 60, self.proc)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
