@@ -8,6 +8,8 @@
 #include <atomic>
 
 #include "serve_test_util.h"
+#include "server/metrics_routing.h"
+#include "util/error.h"
 
 using namespace ember;
 using namespace ember::test;
@@ -45,6 +47,30 @@ bool wait_for_metric(const ServerProcess& server, const std::string& series, dou
 }
 
 }  // namespace
+
+TEST_CASE("KV usage is the fullest group's owned share; label values are escaped") {
+  using server::kv_cache_usage;
+  CHECK(kv_cache_usage({}) == 0);
+  CHECK(kv_cache_usage({{0, 0, 0, 0, 0}}) == 0);  // an empty pool is not full
+  // window, total, used, cached, free: cached blocks count as free.
+  CHECK(kv_cache_usage({{0, 100, 25, 70, 5}}) == doctest::Approx(0.25));
+  CHECK(kv_cache_usage({{0, 100, 25, 0, 75}, {512, 50, 40, 0, 10}}) == doctest::Approx(0.8));
+  server::EngineSnapshot e;
+  e.kv = {{0, 64, 16, 0, 48}};
+  e.kv_block_size = 32;
+  e.scheduler.prefix_lookup_tokens = 100;
+  e.scheduler.cached_tokens = 64;
+  std::string out;
+  server::append_routing_metrics(out, e, {"a\"b\\c\nd", true});
+  CHECK(out.find("ember_kv_cache_usage_perc 0.25\n") != std::string::npos);
+  CHECK(out.find("ember_cache_config_info{block_size=\"32\",num_gpu_blocks=\"64\"} 1\n") != std::string::npos);
+  CHECK(out.find("ember_prefix_cache_queries_total 100\n") != std::string::npos);
+  CHECK(out.find("ember_prefix_cache_hits_total 64\n") != std::string::npos);
+  CHECK(out.find("vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"a\\\"b\\\\c\\nd\"} 64\n") != std::string::npos);
+  CHECK(server::parse_metrics_compat("vllm"));
+  CHECK_FALSE(server::parse_metrics_compat("none"));
+  CHECK_THROWS_AS(server::parse_metrics_compat("VLLM"), Error);
+}
 
 TEST_CASE("routing metrics: cache shape, KV usage and prefix-cache tokens, under ember's and vLLM's names") {
   ServerProcess server({"-t", "1", "-m", aidreams_gguf(), "-np", "2", "-c", "4096", "--alias", "aid", "--metrics-compat", "vllm"});
