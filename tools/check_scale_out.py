@@ -3,6 +3,7 @@
 
 Scenarios, for each balancer:
   drain     SIGTERM one replica under load: no request may fail.
+  rejoin    the drained replica, restarted, serves again (health checks or passive retry).
   kill      SIGKILL one replica under load: every whole (non-streamed) request succeeds,
             only streams that were sending from it may fail, and they fail visibly (no
             [DONE]); every success carries all its tokens; then the two left serve on.
@@ -87,12 +88,15 @@ class Replica:
                 self.proc.kill()
                 self.proc.wait()
 
-    def metric(self, name):
+    def metric(self, series, missing=None):
+        """One sample; `missing` when the series is absent (else that is an error)."""
         status, text = http_get(self.url + "/metrics")
         if status != 200:
             raise RuntimeError(f"replica :{self.port} /metrics answered {status}")
-        m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
-        return float(m.group(1))
+        m = re.search(rf"^{re.escape(series)} (\S+)$", text, re.M)
+        if m is None and missing is None:
+            raise RuntimeError(f"replica :{self.port} has no {series}")
+        return float(m.group(1)) if m else missing
 
 
 def shipped_config(path, lb_port, replica_ports):
@@ -254,7 +258,18 @@ def drain(args, cluster, lb):
     victim.start()
     ok = report["failed"] == 0 and exact_tokens(items, requests) and code == 0
     return ok, {"requests": len(items), "failed": report["failed"], "victim_running": running,
-                "replica_exit": code, "load_s": round(report["duration"], 1)}
+                "replica_exit": code, "load_s": round(report["duration"], 1)}, victim
+
+
+def rejoin(args, cluster, lb, replica):
+    """The replica restarted after its drain is back in rotation: it serves a share of new load."""
+    ok_series = 'ember_http_responses_total{status="200"}'
+    before = replica.metric(ok_series, missing=0.0)
+    items = mixed_workload(15, seed=5)
+    report, _ = Bench(args, lb.url, items, f"{lb.kind}-rejoin", cluster.workdir).result()
+    served = replica.metric(ok_series, missing=0.0) - before
+    return report["failed"] == 0 and served > 0, {"requests": len(items), "failed": report["failed"],
+                                                  "served_by_restarted_replica": int(served)}
 
 
 def kill(args, cluster, lb):
@@ -295,8 +310,10 @@ def failover(args, cluster, kind):
     lb = cluster.balancer(kind)
     lb.start()
     try:
-        results["drain"] = drain(args, cluster, lb)
+        ok, facts, restarted = drain(args, cluster, lb)
+        results["drain"] = (ok, facts)
         time.sleep(3)  # back in rotation: two good health checks, or nginx's fail_timeout
+        results["rejoin"] = rejoin(args, cluster, lb, restarted)
         results["kill"] = kill(args, cluster, lb)
     finally:
         lb.stop()
