@@ -93,7 +93,7 @@ class CudaBackend final : public Backend {
     if (replayed_signed(sign(sign(sign(sign(sig, w_gate), w_up), in), out) << static_cast<uint64_t>(act))) return;
     const MatView x = matmul_input(in, is_quantised(w_gate.type) && is_quantised(w_up.type));
     void* ws = matmul_ws_.reserve(k_.matmul_glu_scratch_bytes(w_gate, x.rows));
-    k_.matmul_glu(w_gate, w_up, act == Activation::GELU, x, out, ws, stream_);
+    k_.matmul_glu(w_gate, w_up, act, x, out, ws, stream_);
   }
   void rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) override;
   void attention(int layer, const MatView& q, const AttentionParams& p, F32Mat out) override;

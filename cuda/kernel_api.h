@@ -100,7 +100,7 @@ class Kernels {
   // out = act(x w_gate^T) * (x w_up^T) (matmul, matmul, glu) with x quantised once; x as for
   // matmul; scratch holds matmul_glu_scratch_bytes(w_gate, x.rows).
   virtual size_t matmul_glu_scratch_bytes(const MatView& w, int64_t n_tokens) const = 0;
-  virtual void matmul_glu(const MatView& w_gate, const MatView& w_up, bool gelu, const MatView& x, F32Mat out,
+  virtual void matmul_glu(const MatView& w_gate, const MatView& w_up, Activation act, const MatView& x, F32Mat out,
                           void* scratch, Stream s) const = 0;
   // ops::attention of each run of q's rows over its sequence's paged cache, in one launch
   // (q_pos a device array of q.rows positions); scratch holds

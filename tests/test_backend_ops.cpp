@@ -241,6 +241,34 @@ TEST_CASE("swiglu and geglu match the reference, strided and in place") {
   }
 }
 
+TEST_CASE("swiglu_oai (gpt-oss's clamped SwiGLU) matches the reference, strided and in place") {
+  // Values from the formula in Python: min(g,7) / (1 + exp(-1.702 min(g,7))) * (clamp(u,-7,7) + 1)
+  const float a = kSwigluOaiAlpha, l = kSwigluOaiLimit;
+  CHECK(ops::reference::swiglu_oai(1.0f, 0.5f, a, l) == doctest::Approx(1.268693648899232));
+  CHECK(ops::reference::swiglu_oai(10.0f, -20.0f, a, l) == doctest::Approx(-41.99971876981991));  // both clamped
+  CHECK(ops::reference::swiglu_oai(-3.0f, 9.0f, a, l) == doctest::Approx(-0.14457047766228776));  // up clamped
+  check::Rng rng(18);
+  for (const Shape& s : kShapes) {
+    const size_t n = static_cast<size_t>(s.rows * s.cols);
+    auto gate = rng.uniform(n, -12.0f, 12.0f);
+    if (n > 2) gate[1] = -100.0f, gate[2] = 100.0f;
+    const auto up = rng.uniform(n, -10.0f, 10.0f);
+    std::vector<float> want(n);
+    ops::reference::swiglu_oai(check::dense_view(gate, s.rows, s.cols), check::dense_view(up, s.rows, s.cols),
+                               check::dense_mat(want, s.rows, s.cols), a, l);
+    for_each_backend([&](ThreadPool& pool, const std::string& backend) {
+      const std::string what = "swiglu_oai " + shape_label(s) + " " + backend;
+      check::StridedF32 g(gate, s.rows, s.cols, 2), u(up, s.rows, s.cols, 5), out(s.rows, s.cols, 1);
+      ops::glu(pool, Activation::SwiGLUOai, g.view(), u.view(), out.mat());
+      check::expect_close(out.dense(), want, kExactNmse, what);
+      CHECK(out.guards_intact());
+      ops::swiglu_oai(pool, g.view(), u.view(), u.mat(), a, l);  // out aliasing up
+      check::expect_close(u.dense(), want, kExactNmse, what + " in place");
+      CHECK(u.guards_intact());
+    });
+  }
+}
+
 TEST_CASE("store_row writes exactly the reference encoding and nothing beyond the row") {
   check::Rng rng(17);
   for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0}) {

@@ -76,6 +76,7 @@ struct Ring {
 
 // The textbook formula, one head at a time, with the whole n_q x n_slots score matrix:
 //   S = Q_h K_g^T * scale; S = c tanh(S / c); S[masked] = -inf; O_h = softmax(S) V_g
+// With sinks, a column of sinks[h] joins S for the softmax and is dropped before V.
 std::vector<float> naive_attention(const std::vector<float>& q, const std::vector<int32_t>& q_pos, const Ring& ring,
                                    const AttentionParams& p) {
   const int64_t n_q = static_cast<int64_t>(q_pos.size());
@@ -99,9 +100,10 @@ std::vector<float> naive_attention(const std::vector<float>& q, const std::vecto
       }
     for (int64_t i = 0; i < n_q; ++i) {
       double* row = &S[i * n_kv];
-      const double mx = *std::max_element(row, row + n_kv);
+      double mx = *std::max_element(row, row + n_kv);
       if (mx == -INFINITY) continue;  // nothing visible: output stays zero
-      double sum = 0.0;
+      if (p.sinks) mx = std::max(mx, static_cast<double>(p.sinks[h]));
+      double sum = p.sinks ? std::exp(p.sinks[h] - mx) : 0.0;
       for (int64_t j = 0; j < n_kv; ++j) sum += row[j] = std::exp(row[j] - mx);
       for (int x = 0; x < d; ++x) {
         double o = 0.0;
@@ -119,11 +121,12 @@ struct AttnCase {
   int64_t n_slots, filled, n_q;
   int window;
   float softcap;
+  bool sinks = false;  // per-head sink logits (gpt-oss)
   std::string label() const {
     return std::string("K ") + dtype_name(k_type) + " V " + dtype_name(v_type) + " heads " + std::to_string(n_head) +
            "/" + std::to_string(n_head_kv) + " d " + std::to_string(head_dim) + " slots " + std::to_string(filled) +
            "/" + std::to_string(n_slots) + " q " + std::to_string(n_q) + " window " + std::to_string(window) +
-           " softcap " + std::to_string(softcap);
+           " softcap " + std::to_string(softcap) + (sinks ? " sinks" : "");
   }
 };
 
@@ -138,6 +141,13 @@ void run_case(const AttnCase& c, check::Rng& rng) {
   const auto q = rng.uniform(static_cast<size_t>(c.n_q * cols), -1.5f, 1.5f);
   AttentionParams p{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.window,
                     c.softcap};
+  // Sinks from well below to well above the scores (|s| <= ~2 here): from no effect to most
+  // of the weight.
+  std::vector<float> sinks;
+  if (c.sinks) {
+    sinks = rng.uniform(static_cast<size_t>(c.n_head), -3.0f, 5.0f);
+    p.sinks = sinks.data();
+  }
 
   std::vector<float> want(q.size());
   ops::reference::attention(check::dense_view(q, c.n_q, cols), q_pos.data(), ring.view(), p,
@@ -187,6 +197,50 @@ TEST_CASE("attention matches the reference and a naive softmax(QK^T)V for every 
         if (h.head_dim == 128 && x.n_slots == 200) continue;  // keep the suite quick
         run_case(AttnCase{kt, vt, h.n_head, h.n_head_kv, h.head_dim, x.n_slots, x.filled, x.n_q, window, softcap}, rng);
       }
+}
+
+TEST_CASE("attention with sinks (gpt-oss) matches the reference and the naive formula") {
+  check::Rng rng(27);
+  // gpt-oss's shape in small (GQA 8:1, d 64, alternate layers windowed), MHA, the lanes path
+  // (10:2), odd head sizes; decode, verify and prefill, rings split over threads.
+  const AttnCase cases[] = {
+      {DType::F16, DType::F16, 8, 1, 64, 70, 70, 1, 0, 0.0f, true},
+      {DType::F16, DType::F16, 8, 1, 64, 200, 180, 45, 16, 0.0f, true},
+      {DType::Q8_0, DType::Q8_0, 8, 1, 64, 700, 650, 1, 0, 0.0f, true},
+      {DType::F32, DType::F32, 4, 2, 64, 700, 650, 3, 128, 0.0f, true},
+      {DType::Q4_0, DType::F16, 10, 2, 32, 70, 70, 9, 0, 1.5f, true},
+      {DType::F32, DType::F32, 2, 2, 24, 37, 30, 1, 0, 0.0f, true},
+      {DType::F32, DType::F32, 3, 1, 40, 67, 67, 7, 5, 0.0f, true},
+  };
+  for (const AttnCase& c : cases) run_case(c, rng);
+}
+
+TEST_CASE("a sink far below every score changes no bit; a query that sees no key stays zero with sinks") {
+  check::Rng rng(28);
+  const Ring ring(rng, DType::F16, DType::F16, 2, 64, 300, 280, 10);
+  const int64_t cols = 8 * 64;
+  const auto q = rng.uniform(static_cast<size_t>(3 * cols), -1.5f, 1.5f);
+  const std::vector<int32_t> q_pos{289, 5, 150};  // the one at 5 precedes every key
+  const std::vector<float> far(8, -1e30f);
+  for (SimdLevel level : check::simd_levels()) {
+    check::ScopedSimdLevel scoped(level);
+    ThreadPool pool(3);
+    AttentionParams p{8, 2, 64, 0.125f, 0, 0.0f};
+    std::vector<float> plain(q.size()), sunk(q.size(), 99.0f);
+    ops::attention(pool, check::dense_view(q, 3, cols), q_pos.data(), ring.view(), p, check::dense_mat(plain, 3, cols));
+    p.sinks = far.data();
+    ops::attention(pool, check::dense_view(q, 3, cols), q_pos.data(), ring.view(), p, check::dense_mat(sunk, 3, cols));
+    CHECK(std::memcmp(plain.data(), sunk.data(), plain.size() * sizeof(float)) == 0);
+    const std::vector<float> high(8, 3.0f);
+    p.sinks = high.data();
+    ops::attention(pool, check::dense_view(q, 3, cols), q_pos.data(), ring.view(), p, check::dense_mat(sunk, 3, cols));
+    for (int64_t x = 0; x < cols; ++x) CHECK(sunk[cols + x] == 0.0f);
+    // A query alone gives the bits it gives in the batch.
+    std::vector<float> alone(static_cast<size_t>(cols));
+    const MatView q0{DType::F32, cols, 1, static_cast<size_t>(cols) * sizeof(float), q.data() + 2 * cols};
+    ops::attention(pool, q0, &q_pos[2], ring.view(), p, check::dense_mat(alone, 1, cols));
+    CHECK(std::memcmp(alone.data(), sunk.data() + 2 * cols, alone.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 8)") {

@@ -40,6 +40,7 @@ struct Case {
   float softcap;
   std::vector<int32_t> q_pos;
   int spare_blocks = 3;  // table entries past the sequence's blocks (planned for, never read)
+  bool sinks = false;    // per-head sink logits (gpt-oss)
 };
 
 ember::AttentionParams params_of(const Case& c) {
@@ -144,7 +145,12 @@ std::vector<int32_t> positions(int32_t from, int32_t count) {
 int run_sequences(const Case& c, const std::vector<Seq>& seqs, uint64_t seed) {
   check::Rng rng(seed);
   const PagedCache cache(c, seqs, rng);
-  const ember::AttentionParams p = params_of(c);
+  ember::AttentionParams p = params_of(c);
+  std::vector<float> sinks;
+  if (c.sinks) {
+    sinks = rng.uniform(static_cast<size_t>(c.n_head), -3.0f, 5.0f);
+    p.sinks = sinks.data();
+  }
   const int64_t cols = static_cast<int64_t>(c.n_head) * c.head_dim;
   std::vector<int32_t> q_pos, bounds{0};
   int64_t longest = 0;
@@ -255,6 +261,25 @@ TEST_CASE("cpu_exec: one CUDA attention launch serves several sequences, each ov
   mixed.window = 0;
   mixed.spare_blocks = 0;
   run_sequences(mixed, mixed_sequences(), 13);
+}
+
+TEST_CASE("cpu_exec: the CUDA attention with sinks (gpt-oss), direct and chunked, matches the reference") {
+  bool chunked = false, single = false;
+  uint64_t seed = 200;
+  const std::vector<Case> all = cases();
+  // Half of them (cpu_exec is slow): decode, prefill in one chunk, windows, softcaps, padded tiles.
+  for (size_t i : {0, 2, 3, 6, 8, 9, 12, 15}) {
+    Case c = all[i];
+    c.sinks = true;
+    const int chunks = run_case(c, seed++);
+    chunked |= chunks > 1;
+    single |= chunks == 1;
+  }
+  CHECK(chunked);
+  CHECK(single);
+  Case mixed{"4 runs with sinks, 8:1 f16/f16 d64 window 16", 8, 1, 64, DType::F16, DType::F16, 32, 0, 0, 16, 0.0f, {}};
+  mixed.sinks = true;
+  run_sequences(mixed, mixed_sequences(), 201);
 }
 
 TEST_CASE("cpu_exec: the CUDA attention kernels in shuffled thread order") {

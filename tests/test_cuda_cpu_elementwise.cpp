@@ -152,33 +152,40 @@ TEST_CASE("cpu_exec: launch_softcap matches cap * tanh(x / cap)") {
   check::expect_close(got, want, 1e-7, name("softcap", s));
 }
 
-TEST_CASE("cpu_exec: launch_glu matches swiglu / geglu (strided, out aliasing gate or up)") {
+// The reference of each activation (swiglu_oai with gpt-oss's constants).
+void reference_glu(ember::Activation act, const MatView& gate, const MatView& up, F32Mat out) {
+  if (act == ember::Activation::SwiGLUOai)
+    return ref::swiglu_oai(gate, up, out, ember::kSwigluOaiAlpha, ember::kSwigluOaiLimit);
+  (act == ember::Activation::GELU ? ref::geglu : ref::swiglu)(gate, up, out);
+}
+
+TEST_CASE("cpu_exec: launch_glu matches swiglu / geglu / swiglu_oai (strided, out aliasing gate or up)") {
   check::Rng rng(15);
   const Shape shapes[] = {{1, 5}, {3, 257}, {2, 1100}};
   for (const Shape& s : shapes)
-    for (bool gelu : {false, true}) {
+    for (ember::Activation act : {ember::Activation::SiLU, ember::Activation::GELU, ember::Activation::SwiGLUOai}) {
       const size_t n = static_cast<size_t>(s.rows * s.cols);
-      const auto gate = rng.uniform(n, -8.0f, 8.0f);
-      const auto up = rng.uniform(n, -2.0f, 2.0f);
+      const auto gate = rng.uniform(n, -9.0f, 9.0f);  // past swiglu_oai's limit of 7 on both sides
+      const auto up = rng.uniform(n, -9.0f, 9.0f);
       std::vector<float> want(n);
-      const auto glu = gelu ? ref::geglu : ref::swiglu;
-      glu(check::dense_view(gate, s.rows, s.cols), check::dense_view(up, s.rows, s.cols),
-          check::dense_mat(want, s.rows, s.cols));
-      const std::string what = name(gelu ? "geglu" : "swiglu", s);
+      reference_glu(act, check::dense_view(gate, s.rows, s.cols), check::dense_view(up, s.rows, s.cols),
+                    check::dense_mat(want, s.rows, s.cols));
+      const bool gelu = act == ember::Activation::GELU;
+      const std::string what = name(gelu ? "geglu" : act == ember::Activation::SiLU ? "swiglu" : "swiglu_oai", s);
 
       StridedF32 g(gate, s.rows, s.cols, 1), u(up, s.rows, s.cols, 6), out(s.rows, s.cols, 3);
-      cu::launch_glu(gelu, g.view(), u.view(), out.mat(), nullptr);
+      cu::launch_glu(act, g.view(), u.view(), out.mat(), nullptr);
       CHECK(out.guards_intact());
       check::expect_close(out.dense(), want, 1e-7, what);
 
       // In place: the output over gate, then over up (each with the other input strided apart).
       ScopedSchedule shuffled({Order::Shuffled, static_cast<uint64_t>(s.cols)});
       const auto over_gate = in_place(gate, s, 2, [&](F32Mat m) {
-        cu::launch_glu(gelu, view_of(m), u.view(), m, nullptr);
+        cu::launch_glu(act, view_of(m), u.view(), m, nullptr);
       });
       check::expect_close(over_gate, want, 1e-7, what + " out = gate");
       const auto over_up = in_place(up, s, 2, [&](F32Mat m) {
-        cu::launch_glu(gelu, g.view(), view_of(m), m, nullptr);
+        cu::launch_glu(act, g.view(), view_of(m), m, nullptr);
       });
       check::expect_close(over_up, want, 1e-7, what + " out = up");
     }
@@ -193,7 +200,7 @@ TEST_CASE("cpu_exec: the elementwise launchers reject bad arguments and skip emp
   CHECK_THROWS_AS(cu::launch_add(a, check::dense_view(buf, 4, 7), nullptr), ember::Error);
   MatView f16 = a_view;
   f16.type = ember::DType::F16;
-  CHECK_THROWS_AS(cu::launch_glu(false, f16, a_view, a, nullptr), ember::Error);
+  CHECK_THROWS_AS(cu::launch_glu(ember::Activation::SiLU, f16, a_view, a, nullptr), ember::Error);
   MatView odd_stride = a_view;
   odd_stride.row_stride = 8 * sizeof(float) + 2;  // rows not float-aligned
   CHECK_THROWS_AS(cu::launch_rms_norm(odd_stride, nullptr, 1e-6f, false, a, nullptr), ember::Error);

@@ -261,7 +261,7 @@ TEST_CASE("cpu_exec: matmul from quantize_normed's q8_1 equals matmul from the n
 
 // ---- gate + up + activation ----
 
-std::vector<float> glu_reference(const Weights& wg, const Weights& wu, bool gelu, const std::vector<float>& x,
+std::vector<float> glu_reference(const Weights& wg, const Weights& wu, ember::Activation act, const std::vector<float>& x,
                                  int64_t n) {
   auto project = [&](const Weights& w) {
     std::vector<float> y(static_cast<size_t>(n * w.rows));
@@ -277,23 +277,26 @@ std::vector<float> glu_reference(const Weights& wg, const Weights& wu, bool gelu
   const auto g = project(wg), u = project(wu);
   std::vector<float> out(g.size());
   const MatView gv = check::dense_view(g, n, wg.rows), uv = check::dense_view(u, n, wg.rows);
-  (gelu ? ref::geglu : ref::swiglu)(gv, uv, check::dense_mat(out, n, wg.rows));
+  if (act == ember::Activation::SwiGLUOai)
+    ref::swiglu_oai(gv, uv, check::dense_mat(out, n, wg.rows), ember::kSwigluOaiAlpha, ember::kSwigluOaiLimit);
+  else
+    (act == ember::Activation::GELU ? ref::geglu : ref::swiglu)(gv, uv, check::dense_mat(out, n, wg.rows));
   return out;
 }
 
 // matmul, matmul, glu through their launchers.
-std::vector<float> glu_unfused(const Weights& wg, const Weights& wu, bool gelu, const MatView& x) {
+std::vector<float> glu_unfused(const Weights& wg, const Weights& wu, ember::Activation act, const MatView& x) {
   auto gate = run_matmul(wg, x);
   const auto up = run_matmul(wu, x);
   F32Mat out = check::dense_mat(gate, x.rows, wg.rows);
-  cu::launch_glu(gelu, ember::as_view(out), check::dense_view(up, x.rows, wg.rows), out, nullptr);
+  cu::launch_glu(act, ember::as_view(out), check::dense_view(up, x.rows, wg.rows), out, nullptr);
   return gate;
 }
 
-std::vector<float> glu_fused(const Weights& wg, const Weights& wu, bool gelu, const MatView& x) {
+std::vector<float> glu_fused(const Weights& wg, const Weights& wu, ember::Activation act, const MatView& x) {
   StridedF32 out(x.rows, wg.rows, 5);
   GuardedBuffer scratch(cu::matmul_glu_scratch_bytes(wg.view(), x.rows));
-  cu::launch_matmul_glu(wg.view(), wu.view(), gelu, x, out.mat(), scratch.data(), nullptr);
+  cu::launch_matmul_glu(wg.view(), wu.view(), act, x, out.mat(), scratch.data(), nullptr);
   CHECK(out.guards_intact());
   CHECK(scratch.guards_intact());
   return out.dense();
@@ -304,21 +307,22 @@ void check_glu(DType gate_type, DType up_type, int64_t rows, int64_t cols, const
   const Weights wg(gate_type, rows, cols, rng), wu(up_type, rows, cols, rng);
   const int64_t max_n = tokens.back();
   const auto x = rng.uniform(static_cast<size_t>(max_n * cols), -2.0f, 2.0f);
+  static int calls = 0;  // every activation across the cases
   for (int64_t n : tokens) {
-    const bool gelu = (n / 2) % 2 == 1;  // both activations across the counts
-    const std::string what = fmt::format("{}/{} {}x{} tokens {} {}", ember::dtype_name(gate_type),
-                                         ember::dtype_name(up_type), rows, cols, n, gelu ? "geglu" : "swiglu");
+    const ember::Activation act = static_cast<ember::Activation>(calls++ % 3);
+    const std::string what = fmt::format("{}/{} {}x{} tokens {} activation {}", ember::dtype_name(gate_type),
+                                         ember::dtype_name(up_type), rows, cols, n, static_cast<int>(act));
     const std::vector<float> xn(x.begin(), x.begin() + n * cols);
     StridedF32 xs(xn, n, cols, 3);
-    const auto got = glu_fused(wg, wu, gelu, xs.view());
-    check::expect_close(got, glu_unfused(wg, wu, gelu, xs.view()), 1e-10, what + " vs unfused");
+    const auto got = glu_fused(wg, wu, act, xs.view());
+    check::expect_close(got, glu_unfused(wg, wu, act, xs.view()), 1e-10, what + " vs unfused");
     const bool quant = !is_float(gate_type) || !is_float(up_type);
-    check::expect_close(got, glu_reference(wg, wu, gelu, xn, n), quant ? 1e-3 : 1e-6, what + " vs double");
+    check::expect_close(got, glu_reference(wg, wu, act, xn, n), quant ? 1e-3 : 1e-6, what + " vs double");
   }
 }
 
 const DType kGluTypes[] = {DType::Q4_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
-                           DType::Q4_K, DType::Q6_K, DType::F32,  DType::F16,  DType::BF16};
+                           DType::Q4_K, DType::Q6_K, DType::F32,  DType::F16,  DType::BF16, DType::MXFP4};
 
 TEST_CASE("cpu_exec: matmul_glu is matmul, matmul, glu for every path") {
   check::Rng rng(47);
@@ -344,9 +348,9 @@ TEST_CASE("cpu_exec: matmul_glu from quantize_normed's q8_1") {
     INFO(n, " tokens");
     const NormResult r = run_norm({n, 512, 1}, rng.normal(static_cast<size_t>(n * 512), 0.0f, 2.0f),
                                   rng.uniform(512, 0.5f, 1.5f));
-    const auto from_q8 = glu_fused(wg, wu, false, cu::q8_1_view(r.fused.data(), 512, n));
-    check::expect_close(from_q8, glu_fused(wg, wu, false, check::dense_view(r.normed, n, 512)), 1e-10, "fused");
-    check::expect_close(from_q8, glu_unfused(wg, wu, false, check::dense_view(r.normed, n, 512)), 1e-10, "unfused");
+    const auto from_q8 = glu_fused(wg, wu, ember::Activation::SiLU, cu::q8_1_view(r.fused.data(), 512, n));
+    check::expect_close(from_q8, glu_fused(wg, wu, ember::Activation::SiLU, check::dense_view(r.normed, n, 512)), 1e-10, "fused");
+    check::expect_close(from_q8, glu_unfused(wg, wu, ember::Activation::SiLU, check::dense_view(r.normed, n, 512)), 1e-10, "unfused");
   }
 }
 
@@ -364,7 +368,7 @@ TEST_CASE("cpu_exec: matmul_glu refuses what it cannot compute") {
   std::vector<float> x(3 * 64), y(3 * 5);
   GuardedBuffer scratch(cu::matmul_glu_scratch_bytes(wg.view(), 3));
   auto call = [&](const MatView& g, const MatView& u, const MatView& xv, void* s) {
-    cu::launch_matmul_glu(g, u, false, xv, check::dense_mat(y, 3, 5), s, nullptr);
+    cu::launch_matmul_glu(g, u, ember::Activation::SiLU, xv, check::dense_mat(y, 3, 5), s, nullptr);
   };
   const MatView xv = check::dense_view(x, 3, 64);
   CHECK_NOTHROW(call(wg.view(), wu.view(), xv, scratch.data()));

@@ -27,7 +27,7 @@ using ember::cpu_exec::ScopedSchedule;
 namespace check = ember::check;
 
 const DType kQuantTypes[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
-                             DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+                             DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
 const DType kFloatTypes[] = {DType::F32, DType::F16, DType::BF16};
 const int64_t kTokenCounts[] = {1, 3, 17, 64, 70};
 
@@ -103,7 +103,8 @@ void check_type(DType type, int64_t rows, int64_t cols, check::Rng& rng) {
       check::expect_close(got, reference(w, x, n), 1e-6, what);
     } else {
       check::expect_close(got, reference(w, x, n), 5e-4, what + " vs f32 x");
-      const bool uses_s = type != DType::Q8_0 && type != DType::Q2_K && type != DType::Q3_K && type != DType::Q6_K;
+      const bool uses_s = type != DType::Q8_0 && type != DType::Q2_K && type != DType::Q3_K && type != DType::Q6_K &&
+                          type != DType::MXFP4;
       check::expect_close(got, reference(w, xq, n), uses_s ? 1e-6 : 1e-9, what + " vs q8_1 x");
     }
   }
@@ -123,6 +124,7 @@ TEST_CASE("cpu_exec: the CUDA matmul matches x W^T for every weight type and tok
     check_type(type, i % 2 ? 129 : 37, cols[i % 3], rng);
     ++i;
   }
+  check_type(DType::MXFP4, 37, 96, rng);  // 17-byte blocks, rows at odd addresses
 }
 
 TEST_CASE("cpu_exec: the CUDA matmul in shuffled thread order") {

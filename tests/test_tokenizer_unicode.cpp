@@ -67,6 +67,24 @@ TEST_CASE("the generated table agrees with utf8proc wherever both know the code 
   CHECK(newer_only < 6000);  // Unicode 15 added 4489 characters
 }
 
+TEST_CASE("the generated letter-case table agrees with utf8proc wherever both know the code point") {
+  int differ = 0, newer_only = 0;
+  for (char32_t cp = 0; cp < 0x110000; ++cp) {
+    const LetterCase a = letter_case(cp), b = letter_case_from_table(cp);
+    if (a == b) continue;
+    if (b == LetterCase::None && char_class_from_table(cp) == CharClass::Other) ++newer_only;
+    else ++differ;
+  }
+  CHECK(differ == 0);
+  CHECK(newer_only < 6000);
+  CHECK(letter_case(U'\u00c9') == LetterCase::Upper);   // É Lu
+  CHECK(letter_case(U'\u01c5') == LetterCase::Upper);   // ǅ Lt
+  CHECK(letter_case(U'\u00e9') == LetterCase::Lower);   // é Ll
+  CHECK(letter_case(U'\u4e16') == LetterCase::Both);    // 世 Lo
+  CHECK(letter_case(U'\u0301') == LetterCase::Both);    // combining acute, Mn
+  CHECK(letter_case(U'1') == LetterCase::None);
+}
+
 TEST_CASE("byte-level stand-ins are a bijection over the 256 bytes") {
   for (int b = 0; b < 256; ++b) {
     const std::string& s = byte_to_bpe_char(static_cast<uint8_t>(b));

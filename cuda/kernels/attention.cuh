@@ -61,6 +61,7 @@ struct AttnArgs {
   float scale;
   int window;
   float softcap;
+  const float* sinks;     // n_head sink logits (AttentionParams::sinks), or null
   float* out;             // used when n_chunks == 1
   int64_t out_stride;
   float* partial;         // used when n_chunks > 1: attn_partial_floats(d) per (chunk, t, h)
@@ -78,6 +79,19 @@ __device__ __forceinline__ float attn_warp_sum(float v) {
 }
 
 constexpr int attn_partial_floats(int d) { return d + 2; }  // max, sum, then d of acc
+
+// A row's running max m and sum l with head h's sink folded in (a logit without a value, as
+// ops::attention): returns the factor that scales the row's acc; m and l updated. A row that
+// saw no key (l == 0) stays empty: its output is zeros either way.
+__device__ __forceinline__ float attn_take_sink(const float* sinks, int h, float& m, float& l) {
+  if (sinks == nullptr || l == 0.0f) return 1.0f;
+  const float s = sinks[h];
+  const float m2 = fmaxf(m, s);
+  const float scale = expf(m - m2);
+  l = l * scale + expf(s - m2);
+  m = m2;
+  return scale;
+}
 
 // Keys (or values) at ordinals [ts, ts + 32) of KV head g (d elements) into the shared
 // tile as f32, rows D + kAttnPad apart, columns [0, d); ordinals at or past `end` (another
@@ -293,7 +307,8 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
     const int h = g * group + static_cast<int>(rg % group);
     if (a.n_chunks == 1) {
       float* dst = a.out + t * a.out_stride + static_cast<int64_t>(h) * d;
-      const float inv = st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f;
+      const float acc_scale = attn_take_sink(a.sinks, h, st.m[r], st.l[r]);
+      const float inv = st.l[r] > 0.0f ? acc_scale / st.l[r] : 0.0f;
 #pragma unroll
       for (int c = 0; c < D / 32; ++c)
         if (lane + 32 * c < d) dst[lane + 32 * c] = st.acc[r][c] * inv;
@@ -312,9 +327,10 @@ __global__ void __launch_bounds__(kAttnMaxWarps * 32) attention_kernel(AttnArgs 
 }
 
 // One block of head_dim threads per (t, h), blockIdx.x = t * n_head + h: merges the chunks'
-// partials, each scaled by e^(m_c - M) with M the largest max; a row no chunk saw is zeros.
+// partials, each scaled by e^(m_c - M) with M the largest max, then the head's sink if any
+// (attn_take_sink); a row no chunk saw is zeros.
 __global__ void attention_combine_kernel(const float* partial, int n_chunks, int64_t n_q, int n_head, int d,
-                                         float* out, int64_t out_stride) {
+                                         const float* sinks, float* out, int64_t out_stride) {
   const int64_t idx = blockIdx.x;
   const int64_t chunk_stride = n_q * n_head * attn_partial_floats(d);
   const float* p = partial + idx * attn_partial_floats(d);
@@ -329,6 +345,7 @@ __global__ void attention_combine_kernel(const float* partial, int n_chunks, int
       acc = fmaf(pc[2 + threadIdx.x], w, acc);
     }
   }
+  acc *= attn_take_sink(sinks, static_cast<int>(idx % n_head), m, l);
   out[idx / n_head * out_stride + idx % n_head * d + threadIdx.x] = l > 0.0f ? acc / l : 0.0f;
 }
 
@@ -499,6 +516,7 @@ inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevRu
   a.scale = p.scale;
   a.window = p.window;
   a.softcap = p.softcap;
+  a.sinks = p.sinks;
   a.out = out.data;
   a.out_stride = out.stride;
   a.partial = static_cast<float*>(scratch);
@@ -513,7 +531,7 @@ inline void launch_attention(const MatView& q, const int32_t* q_pos, const DevRu
   }
   if (plan.n_chunks > 1)
     EMBER_LAUNCH(attention_combine_kernel, static_cast<unsigned>(q.rows * p.n_head), dim3(p.head_dim), 0, s,
-                 a.partial, plan.n_chunks, q.rows, p.n_head, p.head_dim, out.data, out.stride);
+                 a.partial, plan.n_chunks, q.rows, p.n_head, p.head_dim, p.sinks, out.data, out.stride);
 }
 
 }  // namespace

@@ -10,8 +10,9 @@
 // one switch (with_format): with l a constant after unrolling, dequant_block32's 32 calls
 // share the scale decoding (the compiler merges the identical loads), and load_element is
 // the same code for one l.
-// Blocks are read field by field (every block size is even, so fp16 fields are 2-aligned
-// when the row is; the 4-byte qh of Q5 is read by bytes because it is not 4-aligned).
+// Blocks are read field by field (every block size but MXFP4's 17 is even, so fp16 fields are
+// 2-aligned when the row is; MXFP4 has bytes only; the 4-byte qh of Q5 is read by bytes
+// because it is not 4-aligned).
 #pragma once
 #include <cstdint>
 
@@ -165,6 +166,19 @@ __device__ __forceinline__ float deq_q6_K(const block_q6_K* b, int s, int l) {
   return mul_rn(ds, static_cast<float>(q));
 }
 
+// MXFP4's doubled e2m1 value of a 4-bit code (kMxfp4Values, computed: a host table is not
+// readable in device code): magnitudes 0..3 as they are, then 4, 6, 8, 12; bit 3 the sign.
+__device__ __forceinline__ int mxfp4_code_value(int code) {
+  const int m = code & 7;
+  const int mag = m < 4 ? m : (2 + (m & 1)) << ((m >> 1) - 1);
+  return code & 8 ? -mag : mag;
+}
+
+__device__ __forceinline__ float deq_mxfp4(const block_mxfp4* b, int s, int l) {
+  const int code = (b->qs[l % 16] >> (4 * (l / 16))) & 0x0F;
+  return mul_rn(static_cast<float>(mxfp4_code_value(code)), mxfp4_half_scale(b->e));
+}
+
 // The element types seen as 32-element "blocks", so that every type has the same shape.
 struct run32_f32 { float v[32]; };
 struct run32_16 { uint16_t v[32]; };
@@ -200,6 +214,7 @@ __device__ __forceinline__ float with_format(DType type, Visit visit) {
     case DType::Q4_K: return visit(Format<block_q4_K, 8, deq_q4_K>{});
     case DType::Q5_K: return visit(Format<block_q5_K, 8, deq_q5_K>{});
     case DType::Q6_K: return visit(Format<block_q6_K, 8, deq_q6_K>{});
+    case DType::MXFP4: return visit(Format<block_mxfp4, 1, deq_mxfp4>{});
     default: return __uint_as_float(0x7fc00000u);
   }
 }
@@ -231,7 +246,7 @@ inline bool dequant_supported(DType type) {
   switch (type) {
     case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1: case DType::Q5_0:
     case DType::Q5_1: case DType::Q8_0: case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K:
-    case DType::Q6_K:
+    case DType::Q6_K: case DType::MXFP4:
       return true;
     default:
       return false;

@@ -104,13 +104,22 @@ __device__ __forceinline__ float ew_gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
-// act(gate) * up, the one gated-unit formula (fused_glu.cuh's epilogue uses it too).
-__device__ __forceinline__ float ew_glu(bool gelu, float gate, float up) {
-  const float act = gelu ? ew_gelu_tanh(gate) : ew_silu(gate);
-  return act * up;
+// gpt-oss's clamped SwiGLU in ggml's float operations; the comparisons are std::min's and
+// std::clamp's, so a NaN gate or up stays NaN as on the CPU (fminf would drop it).
+__device__ __forceinline__ float ew_swiglu_oai(float gate, float up) {
+  const float x = kSwigluOaiLimit < gate ? kSwigluOaiLimit : gate;
+  const float y = up < -kSwigluOaiLimit ? -kSwigluOaiLimit : (kSwigluOaiLimit < up ? kSwigluOaiLimit : up);
+  return x / (1.0f + expf(kSwigluOaiAlpha * -x)) * (y + 1.0f);
 }
 
-template <bool Gelu>
+// act(gate) * up, the one gated-unit formula (fused_glu.cuh's epilogue uses it too).
+__device__ __forceinline__ float ew_glu(Activation act, float gate, float up) {
+  if (act == Activation::SwiGLUOai) return ew_swiglu_oai(gate, up);
+  const float a = act == Activation::GELU ? ew_gelu_tanh(gate) : ew_silu(gate);
+  return a * up;
+}
+
+template <Activation Act>
 struct EwGlu {  // out = act(gate) * up; no __restrict__: out may alias gate or up
   const float* gate;
   int64_t gate_stride;
@@ -119,7 +128,7 @@ struct EwGlu {  // out = act(gate) * up; no __restrict__: out may alias gate or 
   float* out;
   int64_t out_stride;
   __device__ void operator()(int64_t r, int64_t c) const {
-    out[r * out_stride + c] = ew_glu(Gelu, gate[r * gate_stride + c], up[r * up_stride + c]);
+    out[r * out_stride + c] = ew_glu(Act, gate[r * gate_stride + c], up[r * up_stride + c]);
   }
 };
 
@@ -155,17 +164,25 @@ inline void launch_softcap(F32Mat a, float cap, Stream s) {
   ew_launch(EwSoftcap{a.data, a.stride, cap}, a.rows, a.cols, s);
 }
 
-inline void launch_glu(bool gelu, const MatView& gate, const MatView& up, F32Mat out, Stream s) {
-  const char* op = gelu ? "geglu" : "swiglu";
+inline void launch_glu(Activation act, const MatView& gate, const MatView& up, F32Mat out, Stream s) {
+  const char* op = act == Activation::GELU ? "geglu" : act == Activation::SwiGLUOai ? "swiglu_oai" : "swiglu";
   const launch_check::F32Rows g = launch_check::f32_rows(gate, op, "gate");
   const launch_check::F32Rows u = launch_check::f32_rows(up, op, "up");
   launch_check::f32_mat(out, op, "out");
   launch_check::shape(up.rows, up.cols, gate.rows, gate.cols, op, "up");
   launch_check::shape(out.rows, out.cols, gate.rows, gate.cols, op, "out");
-  if (gelu)
-    ew_launch(EwGlu<true>{g.data, g.stride, u.data, u.stride, out.data, out.stride}, gate.rows, gate.cols, s);
-  else
-    ew_launch(EwGlu<false>{g.data, g.stride, u.data, u.stride, out.data, out.stride}, gate.rows, gate.cols, s);
+  switch (act) {
+    case Activation::SiLU:
+      return ew_launch(EwGlu<Activation::SiLU>{g.data, g.stride, u.data, u.stride, out.data, out.stride}, gate.rows,
+                       gate.cols, s);
+    case Activation::GELU:
+      return ew_launch(EwGlu<Activation::GELU>{g.data, g.stride, u.data, u.stride, out.data, out.stride}, gate.rows,
+                       gate.cols, s);
+    case Activation::SwiGLUOai:
+      return ew_launch(EwGlu<Activation::SwiGLUOai>{g.data, g.stride, u.data, u.stride, out.data, out.stride},
+                       gate.rows, gate.cols, s);
+  }
+  fail(ErrorKind::InvalidArgument, "cuda glu: unknown activation {}", static_cast<int>(act));
 }
 
 }  // namespace ember::cuda

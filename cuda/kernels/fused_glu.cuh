@@ -1,5 +1,6 @@
 // The feed-forward's gate and up projections and their gated unit in one kernel:
-// out = act(x Wg^T) * (x Wu^T), act SiLU or GELU(tanh). matmul.cuh's row kernel with two
+// out = act(x Wg^T) * (x Wu^T), act an Activation (SiLU, GELU(tanh), gpt-oss's clamped
+// SwiGLU). matmul.cuh's row kernel with two
 // weight rows per warp: the warp walks row j of Wg and row j of Wu side by side against the
 // same activations (quantised once to q8_1, or f32 for float weights), keeps both sets of
 // token sums in registers, reduces them with the same shuffle tree, and writes only the
@@ -25,7 +26,7 @@ template <class Src, int NT>
 __global__ void __launch_bounds__(kMatmulWarps * kQ8Warp, 1)
     matmul_glu_rows_kernel(const uint8_t* __restrict__ wg, size_t wg_stride, const uint8_t* __restrict__ wu,
                            size_t wu_stride, int64_t n_rows, int64_t units, const typename Src::Act* __restrict__ x,
-                           int64_t x_stride, int64_t n_tokens, bool gelu, float* __restrict__ out,
+                           int64_t x_stride, int64_t n_tokens, Activation act, float* __restrict__ out,
                            int64_t out_stride) {
   const int lane = threadIdx.x % kQ8Warp;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kMatmulWarps + threadIdx.x / kQ8Warp;
@@ -42,11 +43,11 @@ __global__ void __launch_bounds__(kMatmulWarps * kQ8Warp, 1)
   const float g = mm_warp_sums<NT>(gate, lane);
   const float v = mm_warp_sums<NT>(up, lane);
   const int t = mm_reduced_token<NT>(lane);
-  if (lane % (kQ8Warp / NT) == 0 && t < n_tok) out[(t0 + t) * out_stride + row] = ew_glu(gelu, g, v);
+  if (lane % (kQ8Warp / NT) == 0 && t < n_tok) out[(t0 + t) * out_stride + row] = ew_glu(act, g, v);
 }
 
 template <class Src>
-void launch_matmul_glu_rows(const MatView& wg, const MatView& wu, bool gelu, const typename Src::Act* x,
+void launch_matmul_glu_rows(const MatView& wg, const MatView& wu, Activation act, const typename Src::Act* x,
                             int64_t x_stride, int64_t n_tokens, F32Mat out, Stream s) {
   mm_with_tokens_per_pass(n_tokens, [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
@@ -54,7 +55,7 @@ void launch_matmul_glu_rows(const MatView& wg, const MatView& wu, bool gelu, con
                     static_cast<unsigned>((n_tokens + NT - 1) / NT));
     EMBER_LAUNCH((matmul_glu_rows_kernel<Src, NT>), grid, kMatmulWarps * kQ8Warp, 0, s,
                  static_cast<const uint8_t*>(wg.data), wg.row_stride, static_cast<const uint8_t*>(wu.data),
-                 wu.row_stride, wg.rows, wg.cols / Src::kUnit, x, x_stride, n_tokens, gelu, out.data, out.stride);
+                 wu.row_stride, wg.rows, wg.cols / Src::kUnit, x, x_stride, n_tokens, act, out.data, out.stride);
   });
 }
 
@@ -65,7 +66,7 @@ inline bool matmul_glu_fuses(const MatView& wg, const MatView& wu, int64_t n_tok
 
 // The unfused path: gate into out, up into the scratch's f32 part, out = act(out) * up. xq:
 // the quantised activations (unused for float weights).
-inline void matmul_glu_unfused(const MatView& wg, const MatView& wu, bool gelu, const MatView& x,
+inline void matmul_glu_unfused(const MatView& wg, const MatView& wu, Activation act, const MatView& x,
                                const block_q8_1* xq, F32Mat out, float* up_buf, Stream s) {
   const F32Mat up{up_buf, out.cols, out.rows, out.cols};
   auto project = [&](const MatView& w, F32Mat y) {
@@ -74,7 +75,7 @@ inline void matmul_glu_unfused(const MatView& wg, const MatView& wu, bool gelu, 
   };
   project(wg, out);
   project(wu, up);
-  launch_glu(gelu, as_view(out), as_view(up), out, s);
+  launch_glu(act, as_view(out), as_view(up), out, s);
 }
 
 // The scratch's first part: x in q8_1 (whatever the weight types: one of two may be float).
@@ -91,11 +92,11 @@ inline size_t matmul_glu_scratch_bytes(const MatView& w, int64_t n_tokens) {
   return matmul_glu_q8_bytes(w, n_tokens) + static_cast<size_t>(n_tokens) * static_cast<size_t>(w.rows) * sizeof(float);
 }
 
-// out = act(x Wg^T) * (x Wu^T), act GELU(tanh) when gelu else SiLU: launch_matmul twice and
+// out = act(x Wg^T) * (x Wu^T) (elementwise.cuh's ew_glu): launch_matmul twice and
 // launch_glu, with x quantised once and, below 64 tokens on one weight type (any count on
 // float weights), in one kernel. x is f32, or Q8_1 packed rows (quantize_normed) for
 // quantised weights; scratch holds matmul_glu_scratch_bytes(w_gate, x.rows), 4-byte aligned.
-inline void launch_matmul_glu(const MatView& w_gate, const MatView& w_up, bool gelu, const MatView& x, F32Mat out,
+inline void launch_matmul_glu(const MatView& w_gate, const MatView& w_up, Activation act, const MatView& x, F32Mat out,
                               void* scratch, Stream s) {
   check_matmul_args(w_gate, x, out);
   check_matmul_args(w_up, x, out);
@@ -111,17 +112,17 @@ inline void launch_matmul_glu(const MatView& w_gate, const MatView& w_up, bool g
   if (quantise) launch_quantize_q8_1(x, static_cast<block_q8_1*>(scratch), s);
   if (!fused) {
     float* up = reinterpret_cast<float*>(static_cast<uint8_t*>(scratch) + matmul_glu_q8_bytes(w_gate, x.rows));
-    return matmul_glu_unfused(w_gate, w_up, gelu, x, xq, out, up, s);
+    return matmul_glu_unfused(w_gate, w_up, act, x, xq, out, up, s);
   }
   if (matmul_float_type(w_gate.type)) {
     const int64_t xs = static_cast<int64_t>(x.row_stride / sizeof(float));
     return mm_with_float_type(w_gate.type, [&](auto t) {
-      launch_matmul_glu_rows<FloatRows<decltype(t)::value>>(w_gate, w_up, gelu, static_cast<const float*>(x.data), xs,
+      launch_matmul_glu_rows<FloatRows<decltype(t)::value>>(w_gate, w_up, act, static_cast<const float*>(x.data), xs,
                                                             x.rows, out, s);
     });
   }
   mm_with_q8_type(w_gate.type, [&](auto t) {
-    launch_matmul_glu_rows<Q8Rows<decltype(t)::value>>(w_gate, w_up, gelu, xq, w_gate.cols / kQ8Block, x.rows, out,
+    launch_matmul_glu_rows<Q8Rows<decltype(t)::value>>(w_gate, w_up, act, xq, w_gate.cols / kQ8Block, x.rows, out,
                                                         s);
   });
 }

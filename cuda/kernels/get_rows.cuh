@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(kGetRowsThreads)
 }
 
 // The alignment load_element needs of rows of `type`: floats 4, fp16 fields 2.
-inline size_t get_rows_alignment(DType type) { return type == DType::F32 ? 4 : 2; }
+inline size_t get_rows_alignment(DType type) { return type == DType::F32 ? 4 : type == DType::MXFP4 ? 1 : 2; }
 
 }  // namespace
 

@@ -188,7 +188,7 @@ inline bool matmul_float_type(DType t) { return t == DType::F32 || t == DType::F
 inline bool matmul_q8_type(DType t) {
   switch (t) {
     case DType::Q4_0: case DType::Q4_1: case DType::Q5_0: case DType::Q5_1: case DType::Q8_0:
-    case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K:
+    case DType::Q2_K: case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::MXFP4:
       return true;
     default:
       return false;
@@ -229,6 +229,7 @@ void mm_with_q8_type(DType type, F&& f) {
     case DType::Q4_K: return f(MmType<DType::Q4_K>{});
     case DType::Q5_K: return f(MmType<DType::Q5_K>{});
     case DType::Q6_K: return f(MmType<DType::Q6_K>{});
+    case DType::MXFP4: return f(MmType<DType::MXFP4>{});
     default: fail(ErrorKind::InvalidArgument, "cuda matmul: no q8 path for {}", dtype_name(type));
   }
 }
@@ -279,7 +280,8 @@ inline void check_matmul_args(const MatView& w, const MatView& x, const F32Mat& 
   const int block = dtype_size(w.type).block_size;
   if (w.cols % block != 0)
     fail(ErrorKind::InvalidArgument, "cuda matmul: {} columns are not whole {} blocks", w.cols, dtype_name(w.type));
-  const size_t elem_align = w.type == DType::F32 ? 4 : 2;  // quant blocks: 2-byte loads
+  // quant blocks: 2-byte loads (MXFP4: bytes only)
+  const size_t elem_align = w.type == DType::F32 ? 4 : w.type == DType::MXFP4 ? 1 : 2;
   if (w.row_stride < dtype_row_bytes(w.type, w.cols) || w.row_stride % elem_align != 0 ||
       reinterpret_cast<uintptr_t>(w.data) % elem_align != 0)
     fail(ErrorKind::InvalidArgument, "cuda matmul: weight rows {} bytes apart are too close or misaligned", w.row_stride);

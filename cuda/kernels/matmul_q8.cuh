@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 
+#include "cuda/kernels/dequant.cuh"
 #include "cuda/kernels/device.cuh"
 #include "tensor/dtype.h"
 
@@ -119,6 +120,28 @@ struct Q8Unpack<DType::Q8_0> {
     w.a[0] = q8_half(blk);
     w.b[0] = 0.0f;
     for (int k = 0; k < 8; ++k) w.q[k] = q8_load4(blk + 2 + 4 * k);
+  }
+};
+
+// MXFP4: codes looked up to their doubled e2m1 values (signed, |v| <= 12), scale half the
+// E8M0 one. The 17-byte blocks sit at any address, so the codes are read by bytes.
+template <>
+struct Q8Unpack<DType::MXFP4> {
+  static constexpr bool kHalves = false, kOffset = false;
+  __device__ static void load(const uint8_t* row, int64_t sub, Q8Sub& w) {
+    const uint8_t* blk = row + sub * sizeof(block_mxfp4);
+    w.a[0] = mxfp4_half_scale(blk[0]);
+    w.b[0] = 0.0f;
+    for (int k = 0; k < 4; ++k) {
+      int lo = 0, hi = 0;
+      for (int i = 0; i < 4; ++i) {
+        const int byte = blk[1 + 4 * k + i];
+        lo |= (mxfp4_code_value(byte & 0x0F) & 0xff) << (8 * i);
+        hi |= (mxfp4_code_value(byte >> 4) & 0xff) << (8 * i);
+      }
+      w.q[k] = lo;
+      w.q[k + 4] = hi;
+    }
   }
 };
 

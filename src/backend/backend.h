@@ -21,8 +21,6 @@ namespace ember {
 
 class ThreadPool;
 
-enum class Activation { SiLU, GELU };  // gated FFN: act(gate) * up
-
 // Where a model runs. CudaOnCpu is the CUDA backend with its kernels' own source run on the
 // CPU (cuda/cpu_exec): slow, for tests and for checking kernels without a GPU.
 enum class DeviceKind { Cpu, Cuda, CudaOnCpu };

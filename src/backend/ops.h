@@ -63,6 +63,12 @@ struct RopeParams {
   float freq_scale = 1.0f;  // linear position scaling: theta = pos * freq_scale * base^(-2i/n_rot)
 };
 
+// The gated unit of a feed-forward: out = act(gate) * up (SwiGLUOai: ops::swiglu_oai).
+enum class Activation : uint8_t { SiLU, GELU, SwiGLUOai };
+// gpt-oss's clamped SwiGLU constants (llama.cpp hard-codes them: llama-graph.cpp).
+constexpr float kSwigluOaiAlpha = 1.702f;
+constexpr float kSwigluOaiLimit = 7.0f;
+
 struct AttentionParams {
   int n_head = 0;
   int n_head_kv = 0;        // GQA: query head h reads kv head h / (n_head / n_head_kv)
@@ -70,6 +76,10 @@ struct AttentionParams {
   float scale = 1.0f;       // usually 1/sqrt(head_dim)
   int window = 0;           // sliding window: key visible when q_pos - k_pos < window; 0 = none
   float softcap = 0.0f;     // logit soft-cap: s = softcap * tanh(s / softcap); 0 = none
+  // Attention sinks (gpt-oss): sinks[h] is a learned logit of head h that joins the softmax
+  // denominator (e^(sinks[h] - max) added to the sum, no value), so a head may attend to
+  // "nothing". In the backend's memory, n_head floats; null = none.
+  const float* sinks = nullptr;
 };
 
 namespace ops {
@@ -108,6 +118,11 @@ void softmax(ThreadPool& pool, F32Mat a);                 // row-wise, stable; a
 // out may alias gate or up.
 void swiglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out);
 void geglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out);
+// gpt-oss's clamped SwiGLU (ggml's swiglu_oai): g = min(gate, limit), u = clamp(up, -limit,
+// limit), out = g * sigmoid(alpha * g) * (u + 1).
+void swiglu_oai(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out, float alpha, float limit);
+// out = act(gate) * up for any Activation (SwiGLUOai with gpt-oss's constants).
+void glu(ThreadPool& pool, Activation act, const MatView& gate, const MatView& up, F32Mat out);
 // Causal attention of q (rows = query tokens, cols = n_head * head_dim) at positions q_pos
 // over the KV cache (KVView): a key at position kp is visible to a query at qp when kp <= qp (and
 // qp - kp < window). Tiled online softmax; never materialises the full score matrix.

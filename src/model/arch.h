@@ -30,6 +30,7 @@ struct LayerAttention {
   float rope_freq_scale = 1.0f;   // linear scaling: 1/rope.scaling.factor
   float scale = 0.0f;             // multiplies q.k before the softmax
   float softcap = 0.0f;           // tanh soft-cap of the attention scores (0 = none)
+  const float* sinks = nullptr;   // [n_head] attention-sink logits (gpt-oss), prepared vector; null = none
 };
 LayerAttention default_attention(const Hparams& hp);  // whole context, 1/sqrt(head_dim)
 

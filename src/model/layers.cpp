@@ -194,6 +194,7 @@ static AttentionParams attention_params(const Hparams& hp, const LayerAttention&
   ap.scale = a.scale;
   ap.window = a.window;
   ap.softcap = a.softcap;
+  ap.sinks = a.sinks;
   return ap;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__CUDACC__)
 #define EMBER_HD __host__ __device__
@@ -23,7 +24,7 @@ enum class DType : uint32_t {
 };
 constexpr uint32_t kDTypeIdLimit = 40;  // every valid id is below this
 
-constexpr int QK4_0 = 32, QK4_1 = 32, QK5_0 = 32, QK5_1 = 32, QK8_0 = 32, QK8_1 = 32;
+constexpr int QK4_0 = 32, QK4_1 = 32, QK5_0 = 32, QK5_1 = 32, QK8_0 = 32, QK8_1 = 32, QK_MXFP4 = 32;
 constexpr int QK_K = 256;        // super-block size of the k-quants
 constexpr int K_SCALE_SIZE = 12; // packed 6-bit scales/mins of Q4_K and Q5_K
 
@@ -54,6 +55,9 @@ struct block_q5_K { fp16_bits d; fp16_bits dmin; uint8_t scales[K_SCALE_SIZE]; u
 struct block_q6_K { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; fp16_bits d; };
 // 8-bit k-quant for activations: float scale and per-16 sums.
 struct block_q8_K { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; };
+// OCP microscaling fp4 (gpt-oss experts): x = kMxfp4Values[q] * 2^(e - 128), i.e. the e2m1
+// value (the table holds it doubled) times the E8M0 scale 2^(e - 127); q order as q4_0.
+struct block_mxfp4 { uint8_t e; uint8_t qs[QK_MXFP4 / 2]; };
 
 static_assert(sizeof(block_q4_0) == 2 + QK4_0 / 2, "q4_0 block size");
 static_assert(sizeof(block_q4_1) == 4 + QK4_1 / 2, "q4_1 block size");
@@ -67,6 +71,21 @@ static_assert(sizeof(block_q4_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2, "q4_K block
 static_assert(sizeof(block_q5_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2 + QK_K / 8, "q5_K block size");
 static_assert(sizeof(block_q6_K) == 2 + QK_K / 16 + 3 * QK_K / 4, "q6_K block size");
 static_assert(sizeof(block_q8_K) == 4 + QK_K + QK_K / 16 * 2, "q8_K block size");
+static_assert(sizeof(block_mxfp4) == 1 + QK_MXFP4 / 2, "mxfp4 block size");
+
+// The e2m1 code points doubled (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives), so they are
+// integers and an MXFP4 block dots with 8-bit activations in integer arithmetic.
+constexpr int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// Half the E8M0 scale 2^(e - 127), exactly (e = 0 and 1 give the f32 subnormals 2^-128 and
+// 2^-127); e = 255 (NaN in the OCP spec) gives 2^127, as ggml reads it. Static: SIMD files
+// compiled with other flags keep their own copy (no ODR pick of an AVX2 build elsewhere).
+EMBER_HD static inline float mxfp4_half_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23);
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 // Size facts for every id a GGUF may carry (also the ones ember cannot compute with, so
 // the reader can validate such files). block_size 0 marks an unknown/retired id.
@@ -104,7 +123,7 @@ EMBER_HD constexpr DTypeSize dtype_size(DType t) {
     case DType::IQ1_M: return {"IQ1_M", QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32};
     case DType::TQ1_0: return {"TQ1_0", QK_K, (QK_K - 4 * QK_K / 64) / 5 + QK_K / 64 + 2};
     case DType::TQ2_0: return {"TQ2_0", QK_K, QK_K / 4 + 2};
-    case DType::MXFP4: return {"MXFP4", 32, 1 + 16};
+    case DType::MXFP4: return {"MXFP4", QK_MXFP4, sizeof(block_mxfp4)};
     case DType::I8: return {"I8", 1, 1};
     case DType::I16: return {"I16", 1, 2};
     case DType::I32: return {"I32", 1, 4};

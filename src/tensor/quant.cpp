@@ -1,5 +1,6 @@
 // The traits table and the float formats (F32, F16, BF16); block formats live in
-// quant_legacy.cpp (32-element blocks) and quant_k.cpp (256-element k-quants).
+// quant_legacy.cpp (32-element blocks), quant_k.cpp (256-element k-quants) and
+// quant_mxfp4.cpp.
 #include "tensor/quant.h"
 
 #include <cstring>
@@ -53,6 +54,7 @@ const QuantTraits kTraits[] = {
     make(DType::Q5_K, true, quant::dequantize_q5_K, quant::quantize_q5_K),
     make(DType::Q6_K, true, quant::dequantize_q6_K, quant::quantize_q6_K),
     make(DType::Q8_K, false, quant::dequantize_q8_K, quant::quantize_q8_K),
+    make(DType::MXFP4, true, quant::dequantize_mxfp4, quant::quantize_mxfp4),
 };
 
 const QuantTraits& checked(DType t, int64_t n, const char* what) {

@@ -26,7 +26,7 @@ struct QuantTraits {
   QuantizeRowFn from_float_reference;
 };
 
-// Traits of a type with a (de)quantizer, or nullptr (F64, I8..I64, IQ*, TQ*, MXFP4 ...).
+// Traits of a type with a (de)quantizer, or nullptr (F64, I8..I64, IQ*, TQ* ...).
 const QuantTraits* quant_traits(DType t);
 
 bool dtype_can_quantize(DType t);  // quantize_row_reference / dequantize_row work
@@ -64,6 +64,9 @@ void quantize_q4_K(const float* src, void* dst, int64_t n);
 void quantize_q5_K(const float* src, void* dst, int64_t n);
 void quantize_q6_K(const float* src, void* dst, int64_t n);
 void quantize_q8_K(const float* src, void* dst, int64_t n);
+
+void dequantize_mxfp4(const void* src, float* dst, int64_t n);
+void quantize_mxfp4(const float* src, void* dst, int64_t n);
 }  // namespace quant
 
 }  // namespace ember

@@ -13,7 +13,8 @@ namespace {
 
 using unicode::CharClass;
 
-enum : uint8_t { kLetter = 1, kNumber = 2, kPunct = 4, kSpace = 8 };
+// kUpper / kLower: o200k's letter classes (unicode::LetterCase; Both sets the two).
+enum : uint8_t { kLetter = 1, kNumber = 2, kPunct = 4, kSpace = 8, kUpper = 16, kLower = 32 };
 
 // The text as code points with their byte offsets and the classes the patterns test.
 struct CodepointText {
@@ -36,6 +37,12 @@ struct CodepointText {
           default: break;
         }
         if (unicode::is_whitespace(d.cp)) f |= kSpace;
+        switch (unicode::letter_case(d.cp)) {
+          case unicode::LetterCase::Upper: f |= kUpper; break;
+          case unicode::LetterCase::Lower: f |= kLower; break;
+          case unicode::LetterCase::Both: f |= kUpper | kLower; break;
+          default: break;
+        }
       }
       cp.push_back(d.cp);
       offset.push_back(static_cast<uint32_t>(i));
@@ -62,6 +69,8 @@ struct Scanner {
   bool letter(uint32_t p) const { return has(p, kLetter); }
   bool number(uint32_t p) const { return has(p, kNumber); }
   bool space(uint32_t p) const { return has(p, kSpace); }
+  bool upper(uint32_t p) const { return has(p, kUpper); }
+  bool lower(uint32_t p) const { return has(p, kLower); }
   // [^\s\p{L}\p{N}]
   bool other(uint32_t p) const { return p < end && !(t.flags[p] & (kLetter | kNumber | kSpace)); }
   char32_t at(uint32_t p) const { return p < end ? t.cp[p] : 0; }
@@ -106,6 +115,30 @@ uint32_t gpt2_pattern(Scanner& s, uint32_t p) {
   return k - p >= 2 ? k - p - 1 : 0;
 }
 
+// ' ?[^\s\p{L}\p{N}]+[\r\n]*' (llama3) or with [\r\n/]* (o200k): the length, or 0.
+uint32_t symbol_run(const Scanner& s, uint32_t p, bool with_slash) {
+  const uint32_t q = (s.at(p) == ' ' && s.other(p + 1)) ? p + 1 : p;
+  if (!s.other(q)) return 0;
+  const uint32_t k = s.run(q, [&](uint32_t r) { return s.other(r); });
+  return s.run(k, [&](uint32_t r) {
+    const char32_t c = s.at(r);
+    return c == '\r' || c == '\n' || (with_slash && c == '/');
+  }) - p;
+}
+
+// '\s*[\r\n]+|\s+(?!\S)|\s+', the whitespace end of llama3's and o200k's patterns.
+uint32_t space_tail(Scanner& s, uint32_t p) {
+  if (!s.space(p)) return 0;
+  const uint32_t k = s.space_run_end(p);
+  // \s*[\r\n]+ : backtracking ends the match just after the run's last line break.
+  for (uint32_t j = k; j > p; --j) {
+    if (s.at(j - 1) == '\r' || s.at(j - 1) == '\n') return j - p;
+  }
+  if (k == s.end) return k - p;     // \s+(?!\S)
+  if (k - p >= 2) return k - p - 1;
+  return k - p;                     // \s+
+}
+
 // llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
 //         ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 // qwen2 is the same with \p{N} (one digit at a time): max_digits = 1.
@@ -119,21 +152,43 @@ uint32_t llama3_pattern(Scanner& s, uint32_t p, uint32_t max_digits) {
     const uint32_t k = s.run(p, [&](uint32_t r) { return s.number(r); });
     return std::min(k - p, max_digits);
   }
-  const uint32_t q = (c == ' ' && s.other(p + 1)) ? p + 1 : p;
-  if (s.other(q)) {
-    uint32_t k = s.run(q, [&](uint32_t r) { return s.other(r); });
-    k = s.run(k, [&](uint32_t r) { return s.at(r) == '\r' || s.at(r) == '\n'; });
-    return k - p;
-  }
-  if (!s.space(p)) return 0;
-  const uint32_t k = s.space_run_end(p);
-  // \s*[\r\n]+ : backtracking ends the match just after the run's last line break.
-  for (uint32_t j = k; j > p; --j) {
-    if (s.at(j - 1) == '\r' || s.at(j - 1) == '\n') return j - p;
-  }
-  if (k == s.end) return k - p;     // \s+(?!\S)
-  if (k - p >= 2) return k - p - 1;
-  return k - p;                     // \s+
+  if (uint32_t n = symbol_run(s, p, false)) return n;
+  return space_tail(s, p);
+}
+
+// [Upper]*[Lower]+ from q as a backtracking regex matches it: the end, or 0 for no match.
+// When the upper run is not followed by a lower letter, the match ends just after the run's
+// last letter that is also lower (Both), if any.
+uint32_t upper_then_lower(const Scanner& s, uint32_t q) {
+  const uint32_t u = s.run(q, [&](uint32_t r) { return s.upper(r); });
+  if (s.lower(u)) return s.run(u, [&](uint32_t r) { return s.lower(r); });
+  for (uint32_t j = u; j > q; --j)
+    if (s.lower(j - 1)) return j;
+  return 0;
+}
+// [Upper]+[Lower]*: the end, or 0.
+uint32_t upper_run_then_lower(const Scanner& s, uint32_t q) {
+  const uint32_t u = s.run(q, [&](uint32_t r) { return s.upper(r); });
+  return u == q ? 0 : s.run(u, [&](uint32_t r) { return s.lower(r); });
+}
+
+// gpt-4o (o200k_base, gpt-oss), tiktoken's pattern:
+//   [^\r\n\p{L}\p{N}]?[Upper]*[Lower]+C?|[^\r\n\p{L}\p{N}]?[Upper]+[Lower]*C?|\p{N}{1,3}|
+//    ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// with Upper = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}], Lower = [\p{Ll}\p{Lm}\p{Lo}\p{M}] and
+// C = (?i:'s|'t|'re|'ve|'m|'ll|'d). llama.cpp runs an ASCII-cased approximation without \p{M},
+// which splits words at combining marks; this follows tiktoken (what the model was trained on).
+uint32_t o200k_pattern(Scanner& s, uint32_t p) {
+  const char32_t c = s.at(p);
+  // The optional first character (no letter, number or line break; a mark is one, and is in
+  // both letter classes too, so the alternatives are tried with it and then without).
+  const bool prefix = !s.has(p, kLetter | kNumber) && c != '\r' && c != '\n';
+  for (auto word : {upper_then_lower, upper_run_then_lower})
+    for (uint32_t q : {prefix ? p + 1 : p, p})
+      if (uint32_t e = word(s, q)) return e + contraction(s, e, true) - p;
+  if (s.number(p)) return std::min<uint32_t>(s.run(p, [&](uint32_t r) { return s.number(r); }) - p, 3);
+  if (uint32_t n = symbol_run(s, p, true)) return n;
+  return space_tail(s, p);
 }
 
 // [\r\n]
@@ -280,6 +335,8 @@ std::vector<Pattern> patterns_of(PreTokenizer kind) {
     case PreTokenizer::Default:
       return {[](Scanner& s, uint32_t p) { return punct_symbol_run(s, p, false); }, gpt2,
               number_run, three_ascii_digits};
+    case PreTokenizer::Gpt4o:
+      return {o200k_pattern};
   }
   return {gpt2};
 }
@@ -305,6 +362,7 @@ constexpr NamedPre kNames[] = {
     {"refact", PreTokenizer::Starcoder},      {"command-r", PreTokenizer::Starcoder},
     {"smollm", PreTokenizer::Starcoder},      {"codeshell", PreTokenizer::Starcoder},
     {"exaone", PreTokenizer::Starcoder},      {"minerva-7b", PreTokenizer::Starcoder},
+    {"gpt-4o", PreTokenizer::Gpt4o},
 };
 
 }  // namespace
@@ -330,6 +388,7 @@ const char* pretokenizer_name(PreTokenizer p) {
     case PreTokenizer::DeepseekCoder: return "deepseek-coder";
     case PreTokenizer::Falcon: return "falcon";
     case PreTokenizer::Starcoder: return "starcoder";
+    case PreTokenizer::Gpt4o: return "gpt-4o";
   }
   return "?";
 }

@@ -18,6 +18,7 @@ enum class PreTokenizer {
   DeepseekCoder,
   Falcon,
   Starcoder,      // starcoder, refact, command-r, smollm ...
+  Gpt4o,          // gpt-4o: tiktoken's o200k_base (gpt-oss)
 };
 
 // Maps tokenizer.ggml.pre to a family; an empty name means Default. Throws Error(Unsupported)

@@ -19,6 +19,14 @@ struct ClassRange {
 constexpr ClassRange kClassRanges[] = {
 #include "tokenizer/unicode_table.inc"
 };
+constexpr ClassRange kCaseRanges[] = {
+#include "tokenizer/unicode_case_table.inc"
+};
+
+uint8_t range_value(const ClassRange* begin, const ClassRange* end, char32_t cp) {
+  const auto* it = std::upper_bound(begin, end, cp, [](char32_t v, const ClassRange& r) { return v < r.first; });
+  return (it - 1)->cls;
+}
 
 #ifdef EMBER_HAVE_UTF8PROC
 CharClass class_from_utf8proc(char32_t cp) {
@@ -80,9 +88,32 @@ const ByteMap& byte_map() {
 
 CharClass char_class_from_table(char32_t cp) {
   if (cp >= 0x110000) return CharClass::Other;
-  const auto* it = std::upper_bound(std::begin(kClassRanges), std::end(kClassRanges), cp,
-                                    [](char32_t v, const ClassRange& r) { return v < r.first; });
-  return static_cast<CharClass>((it - 1)->cls);
+  return static_cast<CharClass>(range_value(std::begin(kClassRanges), std::end(kClassRanges), cp));
+}
+
+LetterCase letter_case_from_table(char32_t cp) {
+  if (cp >= 0x110000) return LetterCase::None;
+  return static_cast<LetterCase>(range_value(std::begin(kCaseRanges), std::end(kCaseRanges), cp));
+}
+
+LetterCase letter_case(char32_t cp) {
+  if (cp < 128) {
+    if (cp >= 'A' && cp <= 'Z') return LetterCase::Upper;
+    return cp >= 'a' && cp <= 'z' ? LetterCase::Lower : LetterCase::None;
+  }
+  if (cp >= 0x110000) return LetterCase::None;
+#ifdef EMBER_HAVE_UTF8PROC
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LT: return LetterCase::Upper;
+    case UTF8PROC_CATEGORY_LL: return LetterCase::Lower;
+    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+      return LetterCase::Both;
+    default: return LetterCase::None;
+  }
+#else
+  return letter_case_from_table(cp);
+#endif
 }
 
 CharClass char_class(char32_t cp) {

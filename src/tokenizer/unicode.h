@@ -18,6 +18,12 @@ enum class CharClass : uint8_t { Letter, Number, Punctuation, Symbol, Mark, Sepa
 CharClass char_class(char32_t cp);
 // The same from the generated table only (for the cross-check test).
 CharClass char_class_from_table(char32_t cp);
+// The letter classes of o200k's pattern (gpt-4o, gpt-oss): [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] is
+// Upper or Both, [\p{Ll}\p{Lm}\p{Lo}\p{M}] Lower or Both (Both: Lm, Lo and the marks M).
+enum class LetterCase : uint8_t { None, Upper, Lower, Both };
+LetterCase letter_case(char32_t cp);
+// The same from the generated table only (unicode_case_table.inc, for the cross-check test).
+LetterCase letter_case_from_table(char32_t cp);
 // Unicode White_Space property (what regex \s matches in the tokenizers' patterns).
 bool is_whitespace(char32_t cp);
 

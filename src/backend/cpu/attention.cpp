@@ -140,11 +140,22 @@ struct Plan {
   M = M2;
 }
 
-// dst = A / L, or zeros when the row saw no key.
-void normalise(float* dst, const float* A, float L, int d) {
-  const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+// dst = A / L, or zeros when the row saw no key. A sink (a logit with no value, null for
+// none) is folded in first as one more split: M' = max(M, sink), A and L scaled by
+// e^(M - M'), L += e^(sink - M'). Once per row, after every split, so a row's bits still
+// follow from its position and the cache alone.
+void normalise(float* dst, const float* A, float M, float L, const float* sink, int d) {
+  float a_scale = 1.0f;
+  if (sink && L > 0.0f) {
+    const float M2 = std::max(M, *sink);
+    a_scale = std::exp(M - M2);
+    L = L * a_scale + std::exp(*sink - M2);
+  }
+  const float inv = L > 0.0f ? a_scale / L : 0.0f;
   for (int x = 0; x < d; ++x) dst[x] = A[x] * inv;
 }
+
+const float* sink_of(const AttentionParams& p, int h) { return p.sinks ? p.sinks + h : nullptr; }
 
 // Per-thread buffers, reused across calls (the pool's threads are persistent). The row
 // buffers have kLanes rows to spare, as a block of rows reads kLanes rows of q and kLanes
@@ -348,7 +359,7 @@ void run_item(Plan& plan, int64_t item, Scratch& sc) {
     } else {
       float* A = sc.total_acc.data() + static_cast<size_t>(r) * d;
       fold_split(sc.total_m[r], sc.total_l[r], A, sc.m[r], sc.l[r], a, d);
-      normalise(plan.out.row(t) + static_cast<int64_t>(h) * d, A, sc.total_l[r], d);
+      normalise(plan.out.row(t) + static_cast<int64_t>(h) * d, A, sc.total_m[r], sc.total_l[r], sink_of(p, h), d);
     }
   }
 }
@@ -369,7 +380,7 @@ void merge_splits(ThreadPool& pool, Plan& plan) {
         const float* part = plan.partial_at(s, t, h);
         fold_split(M, L, A.data(), part[0], part[1], part + 2, d);
       }
-      normalise(plan.out.row(t) + static_cast<int64_t>(h) * d, A.data(), L, d);
+      normalise(plan.out.row(t) + static_cast<int64_t>(h) * d, A.data(), M, L, sink_of(*plan.p, h), d);
     }
   });
 }

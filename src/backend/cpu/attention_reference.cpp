@@ -14,6 +14,8 @@ namespace ember::ops::reference {
 // torch, per head h with kv head g = h // (n_head / n_head_kv):
 //   s = (q[:, h] @ k[:, g].T) * scale;  s = softcap * tanh(s / softcap) if softcap
 //   s[~visible] = -inf;  out[:, h] = softmax(s, -1) @ v[:, g]    (all -inf row: zeros)
+// With sinks: out[:, h] = softmax(cat(s, sinks[h]), -1)[:, :-1] @ v[:, g] (the sink's column
+// has no value: it only adds e^(sinks[h] - max) to the denominator).
 void attention(const MatView& q, const int32_t* q_pos, const KVView& kv, const AttentionParams& p, F32Mat out) {
   attn::check_args(q, q_pos, kv, p, out);
   const int d = p.head_dim;
@@ -43,6 +45,10 @@ void attention(const MatView& q, const int32_t* q_pos, const KVView& kv, const A
       }
       std::fill(o.begin(), o.end(), 0.0);
       double sum = 0.0;
+      if (p.sinks && max > -INFINITY) {
+        max = std::fmax(max, static_cast<double>(p.sinks[h]));
+        sum = std::exp(p.sinks[h] - max);
+      }
       for (int64_t j = 0; j < kv.n_slots && max > -INFINITY; ++j) {
         if (s[j] == -INFINITY) continue;
         const double w = std::exp(s[j] - max);

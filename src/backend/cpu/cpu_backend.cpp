@@ -79,10 +79,7 @@ void CpuBackend::matmul_same_input(std::initializer_list<ops::MatmulTarget> targ
 void CpuBackend::gated_up(Activation act, const MatView& w_gate, const MatView& w_up, const MatmulInput& x, F32Mat gate,
                           F32Mat up, F32Mat out) {
   ops::matmul_same_input(pool_, {{w_gate, gate}, {w_up, up}}, normalised(x));
-  if (act == Activation::SiLU)
-    ops::swiglu(pool_, as_view(gate), as_view(up), out);
-  else
-    ops::geglu(pool_, as_view(gate), as_view(up), out);
+  ops::glu(pool_, act, as_view(gate), as_view(up), out);
 }
 
 void CpuBackend::rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) {

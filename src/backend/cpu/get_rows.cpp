@@ -18,7 +18,7 @@ void get_rows(ThreadPool& pool, const MatView& table, const int32_t* ids, int64_
     fail(ErrorKind::InvalidArgument, "get_rows: {} rows of {} elements are not whole blocks", dtype_name(table.type),
          table.cols);
   // fp16 fields and floats are read in place
-  const size_t align = (table.type == DType::F32 || table.type == DType::Q8_K) ? 4 : 2;
+  const size_t align = (table.type == DType::F32 || table.type == DType::Q8_K) ? 4 : table.type == DType::MXFP4 ? 1 : 2;
   if (reinterpret_cast<uintptr_t>(table.data) % align != 0 || table.row_stride % align != 0)
     fail(ErrorKind::InvalidArgument, "get_rows: {} rows must be {}-byte aligned", dtype_name(table.type), align);
   if (out.rows < n || out.cols != table.cols)

@@ -1,11 +1,14 @@
-// Gated linear units of the feed-forward block: out = act(gate) * up, with SiLU (llama, qwen)
-// or GELU-tanh (gemma). out may alias gate or up (elementwise, read before write).
+// Gated linear units of the feed-forward block: out = act(gate) * up, with SiLU (llama, qwen),
+// GELU-tanh (gemma) or gpt-oss's clamped SwiGLU. out may alias gate or up (elementwise, read
+// before write).
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/op_checks.h"
 #include "backend/cpu/ops_reference.h"
 #include "backend/cpu/row_kernels.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace ember::ops {
@@ -18,6 +21,13 @@ float gelu_tanh(float x) {
   const double kSqrt2OverPi = 0.7978845608028654;
   const double xd = x;
   return static_cast<float>(0.5 * xd * (1.0 + std::tanh(kSqrt2OverPi * (xd + 0.044715 * xd * xd * xd))));
+}
+// ggml's swiglu_oai: x = min(gate, limit), y = clamp(up, -limit, limit),
+// out = x / (1 + exp(-alpha x)) * (y + 1); NaN gates stay NaN (std::min keeps its first).
+float swiglu_oai(float gate, float up, float alpha, float limit) {
+  const double x = std::min(gate, limit);
+  const double y = std::clamp(up, -limit, limit);
+  return static_cast<float>(x / (1.0 + std::exp(-static_cast<double>(alpha) * x)) * (y + 1.0));
 }
 }  // namespace reference
 
@@ -42,7 +52,9 @@ void check_args(const MatView& gate, const MatView& up, const F32Mat& out, const
   detail::require_shape(out.rows, out.cols, gate.rows, gate.cols, op, "out");
 }
 
-void glu(ThreadPool* pool, GluRowFn row_fn, const MatView& gate, const MatView& up, F32Mat out) {
+// Runs row_fn(gate row, up row, n, out row) over every row, on the pool when there is one.
+template <class RowFn>
+void glu(ThreadPool* pool, RowFn row_fn, const MatView& gate, const MatView& up, F32Mat out) {
   auto rows = [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) row_fn(detail::f32_row(gate, r), detail::f32_row(up, r), gate.cols, out.row(r));
   };
@@ -65,6 +77,12 @@ void geglu(const MatView& gate, const MatView& up, F32Mat out) {
   check_args(gate, up, out, "geglu");
   glu(nullptr, geglu_row_reference, gate, up, out);
 }
+void swiglu_oai(const MatView& gate, const MatView& up, F32Mat out, float alpha, float limit) {
+  check_args(gate, up, out, "swiglu_oai");
+  glu(nullptr, [=](const float* g, const float* u, int64_t n, float* o) {
+    for (int64_t i = 0; i < n; ++i) o[i] = swiglu_oai(g[i], u[i], alpha, limit);
+  }, gate, up, out);
+}
 }  // namespace reference
 
 void swiglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out) {
@@ -75,6 +93,24 @@ void swiglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out
 void geglu(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out) {
   check_args(gate, up, out, "geglu");
   glu(&pool, use_avx2() ? avx2::geglu_row : geglu_row_reference, gate, up, out);
+}
+
+void swiglu_oai(ThreadPool& pool, const MatView& gate, const MatView& up, F32Mat out, float alpha, float limit) {
+  check_args(gate, up, out, "swiglu_oai");
+  const bool simd = use_avx2();
+  glu(&pool, [=](const float* g, const float* u, int64_t n, float* o) {
+    if (simd) return avx2::swiglu_oai_row(g, u, n, alpha, limit, o);
+    for (int64_t i = 0; i < n; ++i) o[i] = reference::swiglu_oai(g[i], u[i], alpha, limit);
+  }, gate, up, out);
+}
+
+void glu(ThreadPool& pool, Activation act, const MatView& gate, const MatView& up, F32Mat out) {
+  switch (act) {
+    case Activation::SiLU: return swiglu(pool, gate, up, out);
+    case Activation::GELU: return geglu(pool, gate, up, out);
+    case Activation::SwiGLUOai: return swiglu_oai(pool, gate, up, out, kSwigluOaiAlpha, kSwigluOaiLimit);
+  }
+  fail(ErrorKind::InvalidArgument, "glu: unknown activation {}", static_cast<int>(act));
 }
 
 }  // namespace ember::ops

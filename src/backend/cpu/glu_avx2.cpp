@@ -33,6 +33,22 @@ void gated_row(const float* gate, const float* up, int64_t n, float* out) {
 
 }  // namespace
 
+// ggml's swiglu_oai per element: x = min(gate, limit), y = clamp(up, -limit, limit),
+// x * sigmoid(alpha x) * (y + 1). min/max order as std::min/std::clamp: a NaN gate stays NaN
+// (maxps/minps return their second operand when either is NaN).
+void swiglu_oai_row(const float* gate, const float* up, int64_t n, float alpha, float limit, float* out) {
+  const __m256 lim = _mm256_set1_ps(limit), neg_lim = _mm256_set1_ps(-limit), a = _mm256_set1_ps(alpha);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_min_ps(lim, _mm256_loadu_ps(gate + i));
+    const __m256 y = _mm256_min_ps(lim, _mm256_max_ps(neg_lim, _mm256_loadu_ps(up + i)));
+    const __m256 act = _mm256_mul_ps(x, simd::sigmoid256(_mm256_mul_ps(a, x)));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(act, _mm256_add_ps(y, one)));
+  }
+  for (; i < n; ++i) out[i] = reference::swiglu_oai(gate[i], up[i], alpha, limit);
+}
+
 void swiglu_row(const float* gate, const float* up, int64_t n, float* out) { gated_row<Silu>(gate, up, n, out); }
 void geglu_row(const float* gate, const float* up, int64_t n, float* out) { gated_row<GeluTanh>(gate, up, n, out); }
 

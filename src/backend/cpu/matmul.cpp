@@ -68,7 +68,8 @@ void validate(const MatView& w, const MatView& x, const F32Mat& y) {
     fail(ErrorKind::InvalidArgument, "matmul: a row stride is smaller than its row");
   // Kernels read fp16 fields and floats in place: rows must keep their natural alignment
   // (GGUF tensor data is 32-byte aligned and rows are packed, so files always do).
-  const size_t align = w.type == DType::F32 ? 4 : 2;
+  // MXFP4 has no fp16 field: its 17-byte blocks sit at any address.
+  const size_t align = w.type == DType::F32 ? 4 : w.type == DType::MXFP4 ? 1 : 2;
   if (reinterpret_cast<uintptr_t>(w.data) % align != 0 || w.row_stride % align != 0 ||
       reinterpret_cast<uintptr_t>(x.data) % 4 != 0 || x.row_stride % 4 != 0)
     fail(ErrorKind::InvalidArgument, "matmul: {} weight rows must be {}-byte aligned and f32 activations 4-byte aligned",

@@ -5,7 +5,7 @@
 // Every family computes micro-tiles of RM weight rows x RN activation rows so each decoded
 // weight chunk is used RN times and each activation chunk RM times from registers:
 // - 32-element formats: codes x q8s activations with maddubs (which needs one unsigned
-//   operand: Q8_0 uses |w| and a with w's sign; the 4/5-bit codes are unsigned already and
+//   operand: Q8_0 and MXFP4 (codes looked up by pshufb) use |w| and a with w's sign; the 4/5-bit codes are unsigned already and
 //   their bias is subtracted in int16), one f32 scale per block pair; the _1 formats add
 //   m * (da * sum a) per block. Q4_0 has its own 8-row tiles (Q4_0Tiles, see there).
 // - k-quants: unsigned codes u (the signed formats are shifted by their bias, which goes
@@ -102,6 +102,20 @@ struct DecQ8_0 {
   static __m256i load(const Block& b, float* d, float*) {
     *d = half(b.d);
     return loadu(b.qs);
+  }
+};
+
+// MXFP4: the doubled e2m1 code points are small signed integers; one pshufb looks the 32
+// codes up, and the block's scale is half the E8M0 one (kMxfp4Values is doubled).
+struct DecMXFP4 {
+  using Block = block_mxfp4;
+  static constexpr bool kSigned = true;
+  static constexpr int kBias = 0;
+  static constexpr bool kHasMin = false;
+  static __m256i load(const Block& b, float* d, float*) {
+    *d = mxfp4_half_scale(b.e);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+    return _mm256_shuffle_epi8(table, nibbles_32(b.qs));
   }
 };
 
@@ -536,6 +550,7 @@ const MatmulKernel kQ4_1{ActFormat::Q8S, tile<Family32<DecQ4_1>, EMBER_TILE_32>}
 const MatmulKernel kQ5_0{ActFormat::Q8S, tile<Family32<DecQ5_0>, EMBER_TILE_32>};
 const MatmulKernel kQ5_1{ActFormat::Q8S, tile<Family32<DecQ5_1>, EMBER_TILE_32>};
 const MatmulKernel kQ8_0{ActFormat::Q8S, tile<Family32<DecQ8_0>, EMBER_TILE_32>};
+const MatmulKernel kMXFP4{ActFormat::Q8S, tile<Family32<DecMXFP4>, EMBER_TILE_32>};
 const MatmulKernel kQ2_K{ActFormat::Q8K, tile<FamilyK<DecQ2_K>, EMBER_TILE_K>};
 const MatmulKernel kQ3_K{ActFormat::Q8K, tile<FamilyK<DecQ3_K>, EMBER_TILE_K>};
 const MatmulKernel kQ4_K{ActFormat::Q8K, tile<FamilyK<DecQ4_K>, EMBER_TILE_K>};
@@ -554,6 +569,7 @@ const MatmulKernel* matmul_kernel_avx2(DType w) {
     case DType::Q5_0: return &kQ5_0;
     case DType::Q5_1: return &kQ5_1;
     case DType::Q8_0: return &kQ8_0;
+    case DType::MXFP4: return &kMXFP4;
     case DType::Q2_K: return &kQ2_K;
     case DType::Q3_K: return &kQ3_K;
     case DType::Q4_K: return &kQ4_K;

@@ -61,6 +61,14 @@ void decode(const block_q8_0& b, Decoded32& o) {
   o.m = 0.0f;
   for (int j = 0; j < 32; ++j) o.q[j] = b.qs[j];
 }
+void decode(const block_mxfp4& b, Decoded32& o) {
+  o.d = mxfp4_half_scale(b.e);
+  o.m = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    o.q[j] = kMxfp4Values[b.qs[j] & 15];
+    o.q[j + 16] = kMxfp4Values[b.qs[j] >> 4];
+  }
+}
 
 template <class Block>
 float dot_32(int64_t k, const uint8_t* w, const uint8_t* a) {
@@ -216,6 +224,7 @@ const MatmulKernel kQ4_1{ActFormat::Q8S, tile<dot_32<block_q4_1>>};
 const MatmulKernel kQ5_0{ActFormat::Q8S, tile<dot_32<block_q5_0>>};
 const MatmulKernel kQ5_1{ActFormat::Q8S, tile<dot_32<block_q5_1>>};
 const MatmulKernel kQ8_0{ActFormat::Q8S, tile<dot_32<block_q8_0>>};
+const MatmulKernel kMXFP4{ActFormat::Q8S, tile<dot_32<block_mxfp4>>};
 const MatmulKernel kQ2_K{ActFormat::Q8K, tile<dot_k<block_q2_K>>};
 const MatmulKernel kQ3_K{ActFormat::Q8K, tile<dot_k<block_q3_K>>};
 const MatmulKernel kQ4_K{ActFormat::Q8K, tile<dot_k<block_q4_K>>};
@@ -234,6 +243,7 @@ const MatmulKernel* matmul_kernel_scalar(DType w) {
     case DType::Q5_0: return &kQ5_0;
     case DType::Q5_1: return &kQ5_1;
     case DType::Q8_0: return &kQ8_0;
+    case DType::MXFP4: return &kMXFP4;
     case DType::Q2_K: return &kQ2_K;
     case DType::Q3_K: return &kQ3_K;
     case DType::Q4_K: return &kQ4_K;

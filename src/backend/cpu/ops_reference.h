@@ -14,11 +14,13 @@ void scale(F32Mat a, float s);
 void softmax(F32Mat a);
 void swiglu(const MatView& gate, const MatView& up, F32Mat out);
 void geglu(const MatView& gate, const MatView& up, F32Mat out);
+void swiglu_oai(const MatView& gate, const MatView& up, F32Mat out, float alpha, float limit);
 // One query row at a time over all slots: scores, mask, softmax, weighted sum of V.
 void attention(const MatView& q, const int32_t* q_pos, const KVView& kv, const AttentionParams& p, F32Mat out);
 
 // Scalar definitions shared with the fast paths' scalar fallbacks.
 float silu(float x);        // x * sigmoid(x)
 float gelu_tanh(float x);   // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+float swiglu_oai(float gate, float up, float alpha, float limit);  // one element of ops::swiglu_oai
 
 }  // namespace ember::ops::reference

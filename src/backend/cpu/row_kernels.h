@@ -9,5 +9,6 @@ void rms_norm_row(const float* x, const float* w, float eps, bool one_plus_w, in
 void softmax_row(float* x, int64_t n);
 void swiglu_row(const float* gate, const float* up, int64_t n, float* out);
 void geglu_row(const float* gate, const float* up, int64_t n, float* out);
+void swiglu_oai_row(const float* gate, const float* up, int64_t n, float alpha, float limit, float* out);
 
 }  // namespace ember::ops::avx2

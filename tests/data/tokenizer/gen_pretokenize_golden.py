@@ -29,6 +29,16 @@ DEEPSEEK_LETTERS = (
     "\U000104d8-\U000104fb\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df"
     "\U0001e900-\U0001e943")
 CJK = "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"
+# tiktoken's o200k_base (gpt-4o, gpt-oss), as tiktoken_ext/openai_public.py writes it.
+O200K = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+])
 
 FAMILIES = {
     "gpt-2": [GPT2],
@@ -40,6 +50,7 @@ FAMILIES = {
     "falcon": [r"[\p{P}\$\+<=>\^~\|`]+", GPT2, r"[0-9][0-9][0-9]"],
     "starcoder": [r"\p{N}", GPT2],
     "default": [r"[\p{P}\$\+<=>\^~\|]+", GPT2, r"\p{N}+", r"[0-9][0-9][0-9]"],
+    "gpt-4o": [O200K],
 }
 
 EXTRA = [
@@ -49,6 +60,10 @@ EXTRA = [
     "\u0661\u0662\u0663 \u00bd \u2460", "e\u0301t\u00e9 na\u00efve", "trailing spaces   ",
     "\uff21\uff22\uff01\uff1f\u3001\u3002", "\u4f60\u597d\uff0c\u4e16\u754c\uff01 \ud55c\uad6d\uc5b4",
     "x=a+b<c>d^e~f|g`h$i", "    def f(x):\n        return x ** 2\n",
+    # o200k's cased words: camel case, all caps, non-ASCII caps, titlecase, marks, contractions
+    "HTTPServer getHTTPResponse iPhone XMLHttpRequest", "\u00c9COLE \u00e9cole \u039a\u038c\u03a3\u039c\u0395 \u01c5ungla",
+    "e\u0301te\u0301 \u0915\u093f\u0924\u093e\u092c \u0301x", "I'M HE'LL you'Re they'VE", "a/b//c\n/d 1234567",
+    "\u02b0a\u02b0 \u00aaB \u3042\u3044 x\u0301Y", "'s 'S '", "path/to/file.txt\r\n/\r\n",
 ]
 
 
