@@ -57,8 +57,9 @@ void rope(F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p) {
         const double extrap = static_cast<double>(pos[r]) * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
         double theta = static_cast<double>(pos[r]) * p.freq_scale * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);
         if (p.ext_factor != 0.0f) {
-          const double y = (i - static_cast<double>(p.corr_low)) / std::max(0.001, static_cast<double>(p.corr_high) - p.corr_low);
-          const double ramp = (1.0 - std::clamp(y, 0.0, 1.0)) * p.ext_factor;
+          // ggml's rope_yarn_ramp, in float as there
+          const float y = (static_cast<float>(i) - p.corr_low) / std::max(0.001f, p.corr_high - p.corr_low);
+          const float ramp = (1.0f - std::clamp(y, 0.0f, 1.0f)) * p.ext_factor;
           theta = theta * (1.0 - ramp) + extrap * ramp;
         }
         theta /= factor;
