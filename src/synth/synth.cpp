@@ -130,11 +130,11 @@ SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, Thr
     const InitScale scale = init_scale(spec, hp);
     const uint64_t tseed = tensor_seed(opt.seed, spec.name);
     const int64_t n = spec.shape[0];
-    std::vector<float> values;  // a computed tensor's (one row)
+    std::vector<float> values;  // a computed tensor's (one row); rows are encoded at w.write()
     if (spec.role == TensorRole::RopeFactors) values = rope_factor_values(spec, hp);
     quantize::add_encoded_tensor(
         w, spec.name, spec.shape, plan.type_for(spec.name, spec.shape),
-        [tseed, scale, n, &values](int64_t row, float* out) {
+        [tseed, scale, n, values](int64_t row, float* out) {
           if (!values.empty()) std::copy(values.begin(), values.end(), out);
           else fill_row(tseed, row, scale, out, n);
         },
