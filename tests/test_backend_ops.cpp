@@ -236,6 +236,15 @@ TEST_CASE("rope variants match the reference: factors, YaRN, LongRoPE's mscale, 
     ops::rope(pool, check::dense_mat(y, rows, n_heads * head_dim), head_dim, pos.data(), unit);
     ops::rope(pool, check::dense_mat(y, rows, n_heads * head_dim), head_dim, neg.data(), unit);
     check::expect_close(y, x, 1e-12, "rope variant round trip");
+    // The context shift: a key stored at p (with the magnitude) then rotated by -d with
+    // mscale 1 is the key stored at p - d.
+    std::vector<float> shifted = x, direct = x;
+    std::vector<int32_t> minus_d(pos.size(), -17), at(pos.size());
+    std::transform(pos.begin(), pos.end(), at.begin(), [](int32_t v) { return v - 17; });
+    ops::rope(pool, check::dense_mat(shifted, rows, n_heads * head_dim), head_dim, pos.data(), p);
+    ops::rope(pool, check::dense_mat(shifted, rows, n_heads * head_dim), head_dim, minus_d.data(), unit);
+    ops::rope(pool, check::dense_mat(direct, rows, n_heads * head_dim), head_dim, at.data(), p);
+    check::expect_close(shifted, direct, 1e-10, "rope variant shift");
   }
 }
 
