@@ -145,3 +145,33 @@ TEST_CASE("synth: a RoPE scaling factor below 1 is refused in one line") {
   ThreadPool pool(1);
   CHECK_THROWS_AS(synth::synth_model(o, dir.file("z.gguf"), &pool), ember::Error);
 }
+
+TEST_CASE("the new families are batch-invariant: a sequence decoded beside another gives its bits alone") {
+  TempDir dir("rope-families");
+  for (const std::string name : {"llama3", "yarn", "gemma2", "phi3"}) {
+    CAPTURE(name);
+    const auto model = Model::load(synth_family(dir, name, "q8_0"), quiet_load());
+    ThreadPool pool(2);
+    ContextOptions o;
+    o.n_ctx = 64;
+    o.n_seq = 2;
+    Context both(*model, quiet(o), pool), alone(*model, quiet(o), pool);
+    std::vector<int32_t> a, b;
+    for (int i = 0; i < 15; ++i) a.push_back(1 + (31 * i + 5) % 900), b.push_back(1 + (17 * i + 9) % 900);
+    // Prompt of a alone, then a's prompt with b's in one batch; then a decode step of each.
+    const auto a_alone = run_batch(alone, a, 0, 12);
+    Batch mixed;
+    for (int i = 0; i < 12; ++i) mixed.add(a[i], -1, 0, true);
+    for (int i = 0; i < 9; ++i) mixed.add(b[i], -1, 1, true);
+    const auto span = both.decode(mixed);
+    const size_t V = model->hparams().n_vocab;
+    CHECK(std::equal(a_alone.begin(), a_alone.end(), span.begin()));
+    const auto a_next_alone = run_batch(alone, a, 12, 13);
+    Batch step;
+    step.add(a[12], -1, 0, true);
+    step.add(b[9], -1, 1, true);
+    const auto next = both.decode(step);
+    CHECK(std::equal(a_next_alone.begin(), a_next_alone.end(), next.begin()));
+    CHECK(next.size() == 2 * V);
+  }
+}
