@@ -210,7 +210,9 @@ struct TinyHf {
   std::map<std::string, StTensor> tensors;
 };
 
-TinyHf write_tiny_hf(const std::string& dir, const std::string& arch_class, bool biases, bool qk_norm, bool gemma) {
+// fused: phi3's qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows) instead of the parts.
+TinyHf write_tiny_hf(const std::string& dir, const std::string& arch_class, bool biases, bool qk_norm, bool gemma,
+                     bool fused = false) {
   std::filesystem::create_directories(dir);
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -249,6 +251,20 @@ TinyHf write_tiny_hf(const std::string& dir, const std::string& arch_class, bool
     add(p + "mlp.gate_proj.weight", {F, E}, 0.09f);
     add(p + "mlp.up_proj.weight", {F, E}, 0.09f);
     add(p + "mlp.down_proj.weight", {E, F}, 0.06f);
+    if (fused) {
+      auto fuse = [&](const std::string& name, std::initializer_list<const char*> parts) {
+        StTensor t{"BF16", {0, E}, {}};
+        for (const char* part : parts) {
+          const StTensor& src = m.tensors.at(p + part);
+          t.shape[0] += src.shape[0];
+          t.values.insert(t.values.end(), src.values.begin(), src.values.end());
+          m.tensors.erase(p + part);
+        }
+        m.tensors[p + name] = t;
+      };
+      fuse("self_attn.qkv_proj.weight", {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"});
+      fuse("mlp.gate_up_proj.weight", {"mlp.gate_proj.weight", "mlp.up_proj.weight"});
+    }
   }
   write_safetensors(dir + "/model.safetensors", m.tensors);
   write_text(dir + "/config.json",
@@ -291,21 +307,22 @@ TinyHf write_tiny_hf(const std::string& dir, const std::string& arch_class, bool
 
 }  // namespace
 
-TEST_CASE("convert hf: qwen2, qwen3, gemma3 and gemma2 folders load and run") {
+TEST_CASE("convert hf: qwen2, qwen3, gemma3, gemma2 and phi3 folders load and run") {
   test::TempDir dir("hf");
   ThreadPool pool(2);
   struct Case {
     const char* cls;
     const char* arch;
-    bool biases, qk_norm, gemma;
+    bool biases, qk_norm, gemma, fused = false;
   };
   for (const Case& c : {Case{"Qwen2ForCausalLM", "qwen2", true, false, false},
                         Case{"Qwen3ForCausalLM", "qwen3", false, true, false},
                         Case{"Gemma3ForCausalLM", "gemma3", false, true, true},
-                        Case{"Gemma2ForCausalLM", "gemma2", false, false, true}}) {
+                        Case{"Gemma2ForCausalLM", "gemma2", false, false, true},
+                        Case{"Phi3ForCausalLM", "phi3", false, false, false, true}}) {
     CAPTURE(c.arch);
     const std::string hf = dir.file(c.arch);
-    const TinyHf src = write_tiny_hf(hf, c.cls, c.biases, c.qk_norm, c.gemma);
+    const TinyHf src = write_tiny_hf(hf, c.cls, c.biases, c.qk_norm, c.gemma, c.fused);
     const std::string out = dir.file(std::string(c.arch) + ".gguf");
     convert::convert_hf(hf, out, DType::F16, &pool);
     const gguf::File f = gguf::File::open(out);
@@ -324,8 +341,8 @@ TEST_CASE("convert hf: qwen2, qwen3, gemma3 and gemma2 folders load and run") {
     CHECK(f.find_tensor("output.weight") == nullptr);
     // Values: weights pass through (as F16 from BF16: exact for these magnitudes up to rounding),
     // gemma norms gain +1, qwen2 biases stay F32.
-    const auto q = test::tensor_values(*f.find_tensor("blk.1.attn_q.weight"));
-    const auto& hq = src.tensors.at("model.layers.1.self_attn.q_proj.weight").values;
+    const auto q = test::tensor_values(*f.find_tensor(c.fused ? "blk.1.attn_qkv.weight" : "blk.1.attn_q.weight"));
+    const auto& hq = src.tensors.at(c.fused ? "model.layers.1.self_attn.qkv_proj.weight" : "model.layers.1.self_attn.q_proj.weight").values;
     double err = 0, ref = 0;
     for (size_t i = 0; i < q.size(); ++i) {
       const float want = bf16_to_f32(f32_to_bf16(hq[i]));

@@ -114,6 +114,8 @@ ModelShape read_shape(const ArchInfo& arch, const json::Value& config, const jso
   s.n_ctx = get_int(c, "max_position_embeddings", 4096, src);
   s.rms_eps = static_cast<float>(get_double(c, "rms_norm_eps", 1e-6, src));  // transformers' default
   s.rope_base = static_cast<float>(get_double(c, "rope_theta", arch.defaults.rope_base, src));
+  if (get_double(c, "partial_rotary_factor", 1.0, src) != 1.0)  // rope.dimension_count is the head size
+    fail(ErrorKind::Unsupported, "{}: partial_rotary_factor (partial rotary) does not convert yet", src);
   if (arch.defaults.sliding_window > 0)
     s.sliding_window = get_int(c, "sliding_window", arch.defaults.sliding_window, src);
   const json::Value* tie = json::find(c, "tie_word_embeddings");

@@ -18,7 +18,8 @@
 //          rope.scaling.{original_context_length, attn_factor}}
 // Tensors: token_embd, rope_factors_{long,short} (optional), blk.N.{attn_norm, attn_qkv,
 //          attn_output, ffn_norm, ffn_up (gate+up), ffn_down}, output_norm, output (optional)
-// Hugging Face: not converted (the fused tensors would need concatenating; refused there).
+// Hugging Face: Phi3ForCausalLM, whose checkpoints hold the same fused qkv_proj and
+//          gate_up_proj; LongRoPE (rope_scaling "longrope") and partial rotary do not convert yet.
 #include "gguf/gguf.h"
 #include "model/block_tensors.h"
 #include "model/decoder.h"
@@ -73,6 +74,7 @@ constexpr BlockTensor kAttnQkv{"attn_qkv.weight", Dim::Embd, Dim::QkvRows, Tenso
 constexpr BlockTensor kFfnGateUp{"ffn_up.weight", Dim::Embd, Dim::Ff2, TensorRole::FfnUp, "mlp.gate_up_proj.weight"};
 using namespace block;
 constexpr BlockTensor kBlock[] = {kAttnNorm, kAttnQkv, kAttnOutput, kFfnNorm, kFfnGateUp, kFfnDown};
+constexpr const char* kHfClasses[] = {"Phi3ForCausalLM"};
 
 }  // namespace
 
@@ -82,6 +84,7 @@ extern const ArchInfo kArchPhi3{
     .bind = bind,
     .file = {.block = kBlock, .writes_rope_dims_and_vocab = true},
     .defaults = {.rope_base = 10000.0f, .rms_eps = 1e-5f, .sliding_window = 2047},
+    .hf = {.classes = kHfClasses},
 };
 
 }  // namespace ember
