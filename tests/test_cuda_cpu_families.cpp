@@ -27,11 +27,12 @@ std::vector<float> prompt_and_decode(const Model& model) {
   return all;
 }
 
-void check_family_on_cuda_cpu(const std::string& name, const char* type, double max_nmse) {
+void check_family_on_cuda_cpu(const std::string& name, const char* type, double max_nmse,
+                              const LoadOptions& load = on_cuda_cpu()) {
   TempDir dir("cuda-families");
   const std::string path = synth_family(dir, name, type);
   const auto cpu = prompt_and_decode(*Model::load(path, quiet_load()));
-  const auto model = Model::load(path, on_cuda_cpu());
+  const auto model = Model::load(path, load);
   REQUIRE(model->device() == DeviceKind::CudaOnCpu);
   const auto gpu = prompt_and_decode(*model);
   REQUIRE(gpu.size() == cpu.size());
@@ -50,4 +51,11 @@ TEST_CASE("cuda on cpu: phi3 with LongRoPE") { check_family_on_cuda_cpu("phi3", 
 // Quantised weights: both quantise the activations to 8 bits, in different blocks.
 TEST_CASE("cuda on cpu: phi3 Q8_0 (fused tensors split into quantised row ranges)") {
   check_family_on_cuda_cpu("phi3", "q8_0", 1e-3);
+}
+// Split: layer 0 on the CPU, layer 1 on the device; each reads the RoPE factors from its own
+// memory (rope_freqs.weight is bound once per layer's device).
+TEST_CASE("cuda on cpu: llama3 split between the CPU and the device (-ngl 1)") {
+  LoadOptions split = on_cuda_cpu();
+  split.gpu_layers = 1;
+  check_family_on_cuda_cpu("llama3", "f32", 1e-8, split);
 }
