@@ -75,6 +75,8 @@ constexpr BlockTensor kFfnGateUp{"ffn_up.weight", Dim::Embd, Dim::Ff2, TensorRol
 using namespace block;
 constexpr BlockTensor kBlock[] = {kAttnNorm, kAttnQkv, kAttnOutput, kFfnNorm, kFfnGateUp, kFfnDown};
 constexpr const char* kHfClasses[] = {"Phi3ForCausalLM"};
+// llama.cpp's mixes count attn_qkv among the attention-value tensors (category_is_attn_v).
+constexpr const char* kValueTensors[] = {"attn_qkv.weight"};
 
 }  // namespace
 
@@ -85,6 +87,7 @@ extern const ArchInfo kArchPhi3{
     .file = {.block = kBlock, .writes_rope_dims_and_vocab = true},
     .defaults = {.rope_base = 10000.0f, .rms_eps = 1e-5f, .sliding_window = 2047},
     .hf = {.classes = kHfClasses},
+    .quant = {kValueTensors, kDenseDownTensors},
 };
 
 }  // namespace ember
