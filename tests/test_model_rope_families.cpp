@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "gguf/gguf.h"
+#include "model/hparams.h"
 #include "model/layers.h"
 #include "model/model.h"
 #include "model/weights.h"
@@ -174,4 +175,15 @@ TEST_CASE("the new families are batch-invariant: a sequence decoded beside anoth
     CHECK(std::equal(a_next_alone.begin(), a_next_alone.end(), next.begin()));
     CHECK(next.size() == 2 * V);
   }
+}
+
+TEST_CASE("yarn_attn_factor is llama.cpp's: closed forms with and without a log multiplier") {
+  // Without: mscale(f, 1) / (1 + 0.1 ln f) = 1; ggml's kernel then scales by 1 + 0.1 ln f.
+  CHECK(yarn_attn_factor(4.0f, 0.0f) == doctest::Approx(1.0));
+  CHECK(yarn_attn_factor(32.0f, 0.0f) == doctest::Approx(1.0));
+  // DeepSeek-style factor 40, log multiplier 0.1707: (1 + 0.1 ln 40) / (1 + 0.01707 ln 40),
+  // divided by 1 + 0.1 ln 40.
+  const double l = std::log(40.0);
+  CHECK(yarn_attn_factor(40.0f, 0.1707f) == doctest::Approx(1.0 / (1.0 + 0.01707 * l)));
+  CHECK(yarn_attn_factor(40.0f, 0.1707f) * (1.0 + 0.1 * l) == doctest::Approx((1.0 + 0.1 * l) / (1.0 + 0.01707 * l)));
 }

@@ -69,14 +69,14 @@ static void read_rope_scaling(const gguf::File& file, Hparams& hp) {
   hp.rope_beta_fast = arch_f32(file, hp, "rope.scaling.yarn_beta_fast").value_or(32.0f);
   hp.rope_beta_slow = arch_f32(file, hp, "rope.scaling.yarn_beta_slow").value_or(1.0f);
   if (hp.rope_ext_factor == 0.0f) return;
-  // llama.cpp's correction: the kernel multiplies cos/sin by (1 + 0.1 ln factor); this
-  // factor cancels it, leaving mscale(factor, 1) / mscale(factor, log_mul) with a
-  // rope.scaling.yarn_log_multiplier, or 1 without.
-  const float f = 1.0f / hp.rope_freq_scale;
-  auto mscale = [f](float m) { return f <= 1.0f ? 1.0f : 0.1f * m * std::log(f) + 1.0f; };
-  const float log_mul = arch_f32(file, hp, "rope.scaling.yarn_log_multiplier").value_or(0.0f);
+  hp.rope_attn_factor *= yarn_attn_factor(1.0f / hp.rope_freq_scale,
+                                          arch_f32(file, hp, "rope.scaling.yarn_log_multiplier").value_or(0.0f));
+}
+
+float yarn_attn_factor(float factor, float log_mul) {
+  auto mscale = [factor](float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; };
   const float attn = log_mul != 0.0f ? mscale(1.0f) / mscale(log_mul) : mscale(1.0f);
-  hp.rope_attn_factor *= attn / (1.0f + 0.1f * std::log(f));
+  return attn / (1.0f + 0.1f * std::log(factor));
 }
 
 void read_common_hparams(const gguf::File& file, Hparams& hp) {
