@@ -34,6 +34,7 @@ void check_family_on_cuda_cpu(const std::string& name, const char* type, double 
   const auto cpu = prompt_and_decode(*Model::load(path, quiet_load()));
   const auto model = Model::load(path, load);
   REQUIRE(model->device() == DeviceKind::CudaOnCpu);
+  if (!model->placement().split()) CHECK(model->device_weight_bytes() == model->weight_bytes());  // each tensor once
   const auto gpu = prompt_and_decode(*model);
   REQUIRE(gpu.size() == cpu.size());
   const double e = check::nmse(gpu, cpu);

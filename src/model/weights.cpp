@@ -104,9 +104,13 @@ const float* TensorBinder::vector_optional(const std::string& name, int64_t n) {
 
 const float* TensorBinder::layer_vector_optional(const std::string& name, int64_t n, int il) {
   if (!file_.find_tensor(name)) return nullptr;
+  const DeviceKind device = placement_.layer(il);
+  const float*& bound = layer_vectors_[{name, device}];
+  if (bound) return bound;
   const float* v = file_vector(name, n);
-  WeightStore* store = placement_.layer(il) == DeviceKind::Cpu ? host_ : device_;
-  return store ? store->prepare_vector(v, n) : v;
+  WeightStore* store = device == DeviceKind::Cpu ? host_ : device_;
+  bound = store ? store->prepare_vector(v, n) : v;
+  return bound;
 }
 
 const float* TensorBinder::vector(const std::string& name, int64_t n) {

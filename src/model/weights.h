@@ -3,6 +3,7 @@
 // with one line naming the tensor, the expectation and what the file has.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,7 @@ class TensorBinder {
   const float* vector(const std::string& name, int64_t n);
   const float* vector_optional(const std::string& name, int64_t n);
   // An optional vector outside the blocks that layer il reads (rope_freqs.weight): prepared
-  // on that layer's device, as llama.cpp duplicates such tensors per layer.
+  // once on each device that has such a layer (llama.cpp duplicates it per layer).
   const float* layer_vector_optional(const std::string& name, int64_t n, int il);
 
   int bound() const { return n_bound_; }
@@ -57,6 +58,7 @@ class TensorBinder {
   WeightStore* host_ = nullptr;
   WeightStore* device_ = nullptr;
   Placement placement_;
+  std::map<std::pair<std::string, DeviceKind>, const float*> layer_vectors_;  // layer_vector_optional's
   int n_bound_ = 0;
 };
 
