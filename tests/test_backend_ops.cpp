@@ -160,6 +160,94 @@ TEST_CASE("rope by p then by -p is the identity (the context shift relies on it)
   check::expect_close(y, x, 1e-12, "rope round trip");
 }
 
+TEST_CASE("rope variants rotate hand-computed cases: frequency factors, YaRN's ramp, mscale") {
+  // One head of 4 (pairs 0 and 1), base 10000: unscaled theta_0 = pos, theta_1 = pos / 100.
+  ThreadPool pool(1);
+  const int32_t pos[] = {2};
+  const float factors[] = {2.0f, 4.0f};
+  RopeParams p{4, false, 10000.0f, 1.0f};
+  p.freq_factors = factors;  // Llama 3 / LongRoPE: theta_i / f_i, so 1 and 0.005
+  p.mscale = 0.5f;           // cos and sin halved
+  std::vector<float> x{1.0f, 0.0f, 0.0f, 1.0f};
+  ops::rope(pool, check::dense_mat(x, 1, 4), 4, pos, p);
+  CHECK(x[0] == doctest::Approx(0.5 * std::cos(1.0)));
+  CHECK(x[1] == doctest::Approx(0.5 * std::sin(1.0)));
+  CHECK(x[2] == doctest::Approx(-0.5 * std::sin(0.005)));
+  CHECK(x[3] == doctest::Approx(0.5 * std::cos(0.005)));
+
+  // YaRN, factor 4 (freq_scale 0.25), three pairs (n_rot 6), ramp from pair 0 to pair 2:
+  // pair 0 keeps its angle (ramp 1), pair 2 is interpolated (ramp 0: * 0.25), pair 1 is half
+  // way (ramp 0.5: * 0.625).
+  p = RopeParams{6, true, 10000.0f, 0.25f};
+  p.ext_factor = 1.0f;
+  p.corr_low = 0.0f;
+  p.corr_high = 2.0f;
+  x = {1.0f, 1.0f, 1.0f, 0.0f, 0.0f, 0.0f};
+  ops::rope(pool, check::dense_mat(x, 1, 6), 6, pos, p);
+  const double theta[] = {2.0, 2.0 * 0.625 * std::pow(10000.0, -2.0 / 6), 2.0 * 0.25 * std::pow(10000.0, -4.0 / 6)};
+  for (int i = 0; i < 3; ++i) {
+    CHECK(x[i] == doctest::Approx(std::cos(theta[i])));
+    CHECK(x[i + 3] == doctest::Approx(std::sin(theta[i])));
+  }
+}
+
+TEST_CASE("rope variants match the reference: factors, YaRN, LongRoPE's mscale, combined") {
+  check::Rng rng(15);
+  const int head_dim = 64, n_heads = 3, rows = 6;
+  std::vector<float> factors(head_dim / 2);
+  for (auto& f : factors) f = rng.uniform(1.0f, 31.0f);
+  auto variant = [&](int which) {
+    RopeParams p{head_dim, which % 2 == 0, 500000.0f, 1.0f};
+    if (which == 0 || which == 3) p.freq_factors = factors.data();  // llama3; with YaRN
+    if (which == 1 || which == 3) {                                    // YaRN, factor 8
+      p.freq_scale = 0.125f;
+      p.ext_factor = 1.0f;
+      p.corr_low = 9.0f;
+      p.corr_high = 23.0f;
+      p.mscale = 1.2079f;
+    }
+    if (which == 2) {  // LongRoPE: factors and an attention factor
+      p.freq_factors = factors.data();
+      p.mscale = 1.19f;
+    }
+    return p;
+  };
+  for (int which = 0; which < 4; ++which) {
+    const RopeParams p = variant(which);
+    const auto x = rng.uniform(static_cast<size_t>(rows * n_heads * head_dim));
+    std::vector<int32_t> pos(rows);
+    for (auto& v : pos) v = static_cast<int32_t>(rng.integer(-50, 130000));
+    std::vector<float> want = x;
+    ops::reference::rope(check::dense_mat(want, rows, n_heads * head_dim), head_dim, pos.data(), p);
+    CHECK(check::nmse(want, x) > 1e-3);
+    for_each_backend([&](ThreadPool& pool, const std::string& backend) {
+      check::StridedF32 m(x, rows, n_heads * head_dim, 3);
+      ops::rope(pool, m.mat(), head_dim, pos.data(), p);
+      check::expect_close(m.dense(), want, kExactNmse, "rope variant " + std::to_string(which) + " " + backend);
+      CHECK(m.guards_intact());
+    });
+    // Rotations compose with factors and YaRN too (the context shift rotates with mscale 1).
+    RopeParams unit = p;
+    unit.mscale = 1.0f;
+    std::vector<float> y = x;
+    std::vector<int32_t> neg(pos.size());
+    std::transform(pos.begin(), pos.end(), neg.begin(), [](int32_t v) { return -v; });
+    ThreadPool pool(2);
+    ops::rope(pool, check::dense_mat(y, rows, n_heads * head_dim), head_dim, pos.data(), unit);
+    ops::rope(pool, check::dense_mat(y, rows, n_heads * head_dim), head_dim, neg.data(), unit);
+    check::expect_close(y, x, 1e-12, "rope variant round trip");
+    // The context shift: a key stored at p (with the magnitude) then rotated by -d with
+    // mscale 1 is the key stored at p - d.
+    std::vector<float> shifted = x, direct = x;
+    std::vector<int32_t> minus_d(pos.size(), -17), at(pos.size());
+    std::transform(pos.begin(), pos.end(), at.begin(), [](int32_t v) { return v - 17; });
+    ops::rope(pool, check::dense_mat(shifted, rows, n_heads * head_dim), head_dim, pos.data(), p);
+    ops::rope(pool, check::dense_mat(shifted, rows, n_heads * head_dim), head_dim, minus_d.data(), unit);
+    ops::rope(pool, check::dense_mat(direct, rows, n_heads * head_dim), head_dim, at.data(), p);
+    check::expect_close(shifted, direct, 1e-10, "rope variant shift");
+  }
+}
+
 TEST_CASE("add, mul and scale match the reference, full and broadcast") {
   check::Rng rng(14);
   for (const Shape& s : kShapes) {

@@ -178,6 +178,29 @@ TEST_CASE("convert hf: an HF llama checkpoint converts to the same tensors as ll
   const gguf::File q8 = gguf::File::open(dir.file("hf-q8.gguf"));
   CHECK(q8.find_tensor("blk.0.attn_q.weight")->type == DType::Q8_0);
   CHECK(q8.find_tensor("blk.0.attn_norm.weight")->type == DType::F32);
+
+  // Llama 3.1's rope_scaling: rope_freqs.weight computed as convert_hf_to_gguf does (head 16:
+  // pair 0's wavelength 6.3 < 32 / 4 keeps factor 1, pair 7's 20k > 32 takes the factor 8).
+  write_text(hf + "/config.json",
+             R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,"intermediate_size":172,)"
+             R"("num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":4,)"
+             R"("max_position_embeddings":256,"rms_norm_eps":1e-05,"rope_theta":10000.0,)"
+             R"("rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,)"
+             R"("original_max_position_embeddings":32},)"
+             R"("tie_word_embeddings":true,"vocab_size":512,"bos_token_id":1,"eos_token_id":2})");
+  CHECK(convert::convert_hf(hf, dir.file("hf-llama3.gguf"), DType::F32, &pool).n_tensors == 39);
+  const gguf::File l3 = gguf::File::open(dir.file("hf-llama3.gguf"));
+  const gguf::TensorInfo* freqs = l3.find_tensor("rope_freqs.weight");
+  REQUIRE(freqs != nullptr);
+  const auto f = test::tensor_values(*freqs);
+  REQUIRE(f.size() == 8);
+  CHECK(f[0] == 1.0f);
+  CHECK(f[7] == 8.0f);
+  CHECK(f[1] > 1.0f);
+  CHECK(f[1] < 8.0f);
+  CHECK_FALSE(l3.find_string("llama.rope.scaling.type").has_value());  // the tensor says it all
+  auto model3 = Model::load(dir.file("hf-llama3.gguf"), {.print_plan = false});
+  REQUIRE(model3->arch().attention[0].rope_factors != nullptr);
 }
 
 namespace {
@@ -187,7 +210,9 @@ struct TinyHf {
   std::map<std::string, StTensor> tensors;
 };
 
-TinyHf write_tiny_hf(const std::string& dir, const std::string& arch_class, bool biases, bool qk_norm, bool gemma) {
+// fused: phi3's qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows) instead of the parts.
+TinyHf write_tiny_hf(const std::string& dir, const std::string& arch_class, bool biases, bool qk_norm, bool gemma,
+                     bool fused = false) {
   std::filesystem::create_directories(dir);
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -226,6 +251,20 @@ TinyHf write_tiny_hf(const std::string& dir, const std::string& arch_class, bool
     add(p + "mlp.gate_proj.weight", {F, E}, 0.09f);
     add(p + "mlp.up_proj.weight", {F, E}, 0.09f);
     add(p + "mlp.down_proj.weight", {E, F}, 0.06f);
+    if (fused) {
+      auto fuse = [&](const std::string& name, std::initializer_list<const char*> parts) {
+        StTensor t{"BF16", {0, E}, {}};
+        for (const char* part : parts) {
+          const StTensor& src = m.tensors.at(p + part);
+          t.shape[0] += src.shape[0];
+          t.values.insert(t.values.end(), src.values.begin(), src.values.end());
+          m.tensors.erase(p + part);
+        }
+        m.tensors[p + name] = t;
+      };
+      fuse("self_attn.qkv_proj.weight", {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"});
+      fuse("mlp.gate_up_proj.weight", {"mlp.gate_proj.weight", "mlp.up_proj.weight"});
+    }
   }
   write_safetensors(dir + "/model.safetensors", m.tensors);
   write_text(dir + "/config.json",
@@ -268,20 +307,22 @@ TinyHf write_tiny_hf(const std::string& dir, const std::string& arch_class, bool
 
 }  // namespace
 
-TEST_CASE("convert hf: qwen2, qwen3 and gemma3 folders load and run") {
+TEST_CASE("convert hf: qwen2, qwen3, gemma3, gemma2 and phi3 folders load and run") {
   test::TempDir dir("hf");
   ThreadPool pool(2);
   struct Case {
     const char* cls;
     const char* arch;
-    bool biases, qk_norm, gemma;
+    bool biases, qk_norm, gemma, fused = false;
   };
   for (const Case& c : {Case{"Qwen2ForCausalLM", "qwen2", true, false, false},
                         Case{"Qwen3ForCausalLM", "qwen3", false, true, false},
-                        Case{"Gemma3ForCausalLM", "gemma3", false, true, true}}) {
+                        Case{"Gemma3ForCausalLM", "gemma3", false, true, true},
+                        Case{"Gemma2ForCausalLM", "gemma2", false, false, true},
+                        Case{"Phi3ForCausalLM", "phi3", false, false, false, true}}) {
     CAPTURE(c.arch);
     const std::string hf = dir.file(c.arch);
-    const TinyHf src = write_tiny_hf(hf, c.cls, c.biases, c.qk_norm, c.gemma);
+    const TinyHf src = write_tiny_hf(hf, c.cls, c.biases, c.qk_norm, c.gemma, c.fused);
     const std::string out = dir.file(std::string(c.arch) + ".gguf");
     convert::convert_hf(hf, out, DType::F16, &pool);
     const gguf::File f = gguf::File::open(out);
@@ -300,8 +341,8 @@ TEST_CASE("convert hf: qwen2, qwen3 and gemma3 folders load and run") {
     CHECK(f.find_tensor("output.weight") == nullptr);
     // Values: weights pass through (as F16 from BF16: exact for these magnitudes up to rounding),
     // gemma norms gain +1, qwen2 biases stay F32.
-    const auto q = test::tensor_values(*f.find_tensor("blk.1.attn_q.weight"));
-    const auto& hq = src.tensors.at("model.layers.1.self_attn.q_proj.weight").values;
+    const auto q = test::tensor_values(*f.find_tensor(c.fused ? "blk.1.attn_qkv.weight" : "blk.1.attn_q.weight"));
+    const auto& hq = src.tensors.at(c.fused ? "model.layers.1.self_attn.qkv_proj.weight" : "model.layers.1.self_attn.q_proj.weight").values;
     double err = 0, ref = 0;
     for (size_t i = 0; i < q.size(); ++i) {
       const float want = bf16_to_f32(f32_to_bf16(hq[i]));
@@ -315,7 +356,8 @@ TEST_CASE("convert hf: qwen2, qwen3 and gemma3 folders load and run") {
     if (c.biases) {
       CHECK(f.find_tensor("blk.0.attn_k.bias")->type == DType::F32);
     }
-    if (c.gemma) CHECK(f.get_u32("gemma3.attention.sliding_window") == 8);
+    if (c.gemma) CHECK(f.get_u32(std::string(c.arch) + ".attention.sliding_window") == 8);
+    if (std::string(c.arch) == "gemma2") CHECK(f.get_f32("gemma2.attn_logit_softcapping") == 50.0f);
 
     auto model = Model::load(out, {.print_plan = false});
     Context ctx(*model, {.n_ctx = 32, .print_plan = false}, pool);

@@ -120,6 +120,32 @@ TEST_CASE("cpu_exec: launch_rope matches the reference (pairs and halves, partia
     }
 }
 
+TEST_CASE("cpu_exec: launch_rope variants match the reference (factors, YaRN, LongRoPE's mscale)") {
+  check::Rng rng(19);
+  const int head_dim = 128, n_heads = 3;
+  const Shape s{4, head_dim * n_heads};
+  std::vector<float> factors(head_dim / 2);
+  for (auto& f : factors) f = rng.uniform(1.0f, 40.0f);
+  for (int which = 0; which < 3; ++which)
+    for (bool neox : {false, true}) {
+      RopeParams p{head_dim, neox, 500000.0f, 1.0f};
+      if (which != 1) p.freq_factors = factors.data();  // host memory is the device's in cpu_exec
+      if (which == 2) p.mscale = 1.19f;                 // LongRoPE
+      if (which == 1) {                                 // YaRN factor 32, ggml's corr dims for 4096
+        p.freq_scale = 1.0f / 32.0f;
+        p.ext_factor = 1.0f;
+        p.corr_low = 20.0f;
+        p.corr_high = 46.0f;
+        p.mscale = 1.3466f;
+      }
+      const auto x = rng.uniform(static_cast<size_t>(s.rows * s.cols), -2.0f, 2.0f);
+      std::vector<int32_t> pos{0, 77, -3000, 120000};
+      const auto want = reference(x, s, [&](F32Mat m) { ref::rope(m, head_dim, pos.data(), p); });
+      const auto got = in_place(x, s, 3, [&](F32Mat m) { cu::launch_rope(m, head_dim, pos.data(), p, nullptr); });
+      check::expect_close(got, want, 1e-10, fmt::format("rope variant {} neox {}", which, neox));
+    }
+}
+
 TEST_CASE("cpu_exec: launch_add and launch_scale match the reference exactly (strided, broadcast)") {
   check::Rng rng(13);
   const Shape shapes[] = {{1, 1}, {3, 7}, {4, 300}, {2, 1031}};

@@ -104,6 +104,16 @@ TEST_CASE("cpu_exec: rope_store_rows is rope then store_rows, bit for bit") {
       check_rope_store({type, 2, 80, {32, neox, 500000.0f, 0.25f}}, rng);  // dims 32..79 pass through
     }
   check_rope_store({DType::Q8_0, 4, 64, {0, false, 10000.0f, 1.0f}}, rng);  // nothing rotated
+  std::vector<float> factors(32);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + static_cast<float>(i);
+  RopeParams yarn{64, true, 10000.0f, 0.25f};  // YaRN with Llama 3 factors and a magnitude
+  yarn.freq_factors = factors.data();
+  yarn.ext_factor = 1.0f;
+  yarn.corr_low = 5.0f;
+  yarn.corr_high = 17.0f;
+  yarn.mscale = 1.1386f;
+  check_rope_store({DType::F16, 2, 64, yarn}, rng);
+  check_rope_store({DType::Q8_0, 2, 64, yarn}, rng);
 }
 
 TEST_CASE("cpu_exec: rope_store_rows in shuffled thread order") {

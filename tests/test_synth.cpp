@@ -41,7 +41,7 @@ TEST_CASE("synth: every architecture loads and runs a forward pass with sane log
   test::TempDir dir("synth");
   ThreadPool pool(2);
   // Every architecture as Q4_K_M (k-quants, Q6_K mixes, F32 norms); llama also as F16 and Q4_0.
-  for (const std::string arch : {"llama", "qwen2", "qwen3", "gemma3"}) {
+  for (const std::string arch : {"llama", "qwen2", "qwen3", "gemma3", "gemma2", "phi3"}) {
     for (const char* type : {"q4_k_m", "f16", "q4_0"}) {
       if (arch != "llama" && std::string(type) != "q4_k_m") continue;
       CAPTURE(arch);

@@ -22,14 +22,14 @@ namespace {
 // k is read after it is written here: no __restrict__, no read-only loads.
 __global__ void __launch_bounds__(kRopeMaxThreads)
     rope_store_rows_kernel(float* k, int64_t stride, int n_heads, int head_dim, const int32_t* __restrict__ pos,
-                           int n_rot, bool neox, float freq_base, float freq_scale, DType type,
+                           RopeParams p, DType type,
                            uint8_t* __restrict__ dst, size_t dst_row_bytes, const int32_t* __restrict__ rows) {
   EMBER_DYNAMIC_SHARED(float, cos_sin);
   const int64_t row = blockIdx.x;
   float* kr = k + row * stride;
-  rope_fill_cos_sin(cos_sin, pos[row], n_rot, freq_base, freq_scale);
+  rope_fill_cos_sin(cos_sin, pos[row], p);
   __syncthreads();
-  rope_rotate_row(kr, n_heads, head_dim, n_rot, neox, cos_sin);
+  rope_rotate_row(kr, n_heads, head_dim, p.n_rot, p.neox, cos_sin);
   __syncthreads();  // every pair rotated before any thread stores elements it did not rotate
   const int32_t dst_row = rows[row];
   if (dst_row < 0) return;  // skipped, as store_rows does
@@ -55,7 +55,7 @@ inline void launch_rope_store_rows(F32Mat k, int head_dim, const int32_t* pos, c
   if (dst == nullptr || rows == nullptr) fail(ErrorKind::InvalidArgument, "cuda {}: null pointer", op);
   EMBER_LAUNCH(rope_store_rows_kernel, static_cast<unsigned>(k.rows), rope_threads(k.cols),
                static_cast<size_t>(p.n_rot) * sizeof(float), s, k.data, k.stride, static_cast<int>(n_heads), head_dim,
-               pos, p.n_rot, p.neox, p.freq_base, p.freq_scale, type, static_cast<uint8_t*>(dst), dst_row_bytes,
+               pos, p, type, static_cast<uint8_t*>(dst), dst_row_bytes,
                rows);
 }
 

@@ -2,15 +2,17 @@
 // block first fills a shared table of the row's n_rot/2 angles' cos/sin, then every thread
 // rotates pairs of every head from it, so the costly double-precision trig runs once per
 // (token, pair) and not once per head.
-// The angles follow backend/cpu/rope.cpp exactly: theta = pos * freq_scale *
-// base^(-2i/n_rot) formed in double (at position 32k an f32 angle is off by ~1e-3 rad),
-// cos/sin rounded to float, the rotation in float. sin/cos go through sincospi(theta / pi):
+// The angles are backend/rope_angle.h's, as backend/cpu/rope.cpp forms them: theta in double
+// (at position 32k an f32 angle is off by ~1e-3 rad) with the variants of RopeParams (frequency
+// factors read from device memory, YaRN's ramp), cos/sin rounded to float and scaled by
+// mscale, the rotation in float. sin/cos go through sincospi(theta / pi):
 // CUDA's double sin/cos carry a slow range-reduction path with a stack frame (local memory,
 // which the build forbids); sincospi reduces exactly, and theta / pi costs one rounding.
 #pragma once
 #include <cmath>
 #include <cstdint>
 
+#include "backend/rope_angle.h"
 #include "cuda/kernels/device.cuh"
 #include "cuda/kernels/elementwise.cuh"
 
@@ -34,15 +36,14 @@ __device__ __forceinline__ void rope_sincospi(double x, double* s, double* c) {
 
 // Fills cos_sin (n_rot floats: cos of pair i at [i], sin at [n_rot / 2 + i]) for position
 // `at`, the block's threads striding the pairs; the caller syncs before reading it.
-__device__ __forceinline__ void rope_fill_cos_sin(float* cos_sin, int32_t at, int n_rot, float freq_base,
-                                                  float freq_scale) {
-  const int half = n_rot / 2;
+__device__ __forceinline__ void rope_fill_cos_sin(float* cos_sin, int32_t at, const RopeParams& p) {
+  const int half = p.n_rot / 2;
   for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const double theta = static_cast<double>(at) * freq_scale * pow(static_cast<double>(freq_base), -2.0 * i / n_rot);
+    const double theta = rope_angle(p, i, at, p.freq_factors ? p.freq_factors[i] : 1.0f);
     double s, c;
     rope_sincospi(theta * 0.31830988618379067154, &s, &c);  // theta / pi
-    cos_sin[i] = static_cast<float>(c);
-    cos_sin[half + i] = static_cast<float>(s);
+    cos_sin[i] = static_cast<float>(c) * p.mscale;
+    cos_sin[half + i] = static_cast<float>(s) * p.mscale;
   }
 }
 
@@ -66,12 +67,12 @@ __device__ __forceinline__ void rope_rotate_row(float* xr, int n_heads, int head
 
 // Dynamic shared memory: the n_rot floats of rope_fill_cos_sin.
 __global__ void rope_kernel(float* x, int64_t stride, int n_heads, int head_dim, const int32_t* __restrict__ pos,
-                            int n_rot, bool neox, float freq_base, float freq_scale) {
+                            RopeParams p) {
   EMBER_DYNAMIC_SHARED(float, cos_sin);
   const int64_t row = blockIdx.x;
-  rope_fill_cos_sin(cos_sin, pos[row], n_rot, freq_base, freq_scale);
+  rope_fill_cos_sin(cos_sin, pos[row], p);
   __syncthreads();
-  rope_rotate_row(x + row * stride, n_heads, head_dim, n_rot, neox, cos_sin);
+  rope_rotate_row(x + row * stride, n_heads, head_dim, p.n_rot, p.neox, cos_sin);
 }
 
 // Threads of a rope block: a warp multiple covering the row's pairs, at most kRopeMaxThreads.
@@ -107,7 +108,7 @@ inline void launch_rope(F32Mat x, int head_dim, const int32_t* pos, const RopePa
   if (x.rows == 0 || pairs == 0) return;
   EMBER_LAUNCH(rope_kernel, static_cast<unsigned>(x.rows), rope_threads(pairs),
                static_cast<size_t>(p.n_rot) * sizeof(float), s, x.data, x.stride, static_cast<int>(n_heads), head_dim,
-               pos, p.n_rot, p.neox, p.freq_base, p.freq_scale);
+               pos, p);
 }
 
 }  // namespace ember::cuda

@@ -61,6 +61,16 @@ struct RopeParams {
   bool neox = false;        // false: adjacent pairs (x[2i], x[2i+1]) as llama; true: halves (x[i], x[i+n_rot/2])
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;  // linear position scaling: theta = pos * freq_scale * base^(-2i/n_rot)
+  // Variants (backend/rope_angle.h has the formula). Llama 3 rope_freqs and phi3's LongRoPE
+  // factors: n_rot/2 divisors of each pair's angle, in the memory of the backend that rotates
+  // (nullptr = none).
+  const float* freq_factors = nullptr;
+  // YaRN as ggml applies it: pair i's angle mixes the scaled (freq_scale) and unscaled ones by
+  // ramp_i = ext_factor * (1 - clamp((i - corr_low) / max(0.001, corr_high - corr_low), 0, 1)).
+  float ext_factor = 0.0f;  // 0: no mix, every pair scaled by freq_scale
+  float corr_low = 0.0f;    // pair indices where the ramp leaves 1 / reaches 0
+  float corr_high = 0.0f;
+  float mscale = 1.0f;      // multiplies cos and sin (YaRN's and LongRoPE's attention factor)
 };
 
 // The gated unit of a feed-forward: out = act(gate) * up (SwiGLUOai: ops::swiglu_oai).

@@ -21,14 +21,25 @@ struct SynthFlags {
   uint64_t seed = 0;
   int threads = 0;
   bool tied = false, untied = false;
+  std::string rope_scaling = "none";
+  float rope_factor = 8.0f;
+  int64_t rope_orig_ctx = 0;
 };
+
+RopeScaling parse_rope_scaling(const std::string& name) {
+  if (name == "none") return RopeScaling::None;
+  if (name == "llama3") return RopeScaling::Llama3;
+  if (name == "yarn") return RopeScaling::Yarn;
+  if (name == "longrope") return RopeScaling::LongRope;
+  fail(ErrorKind::InvalidArgument, "--rope-scaling {}: expected none, llama3, yarn or longrope", name);
+}
 
 }  // namespace
 
 void add_synth(CLI::App& app) {
   auto f = std::make_shared<SynthFlags>();
   auto* cmd = app.add_subcommand("synth", "Write a model with seeded random weights (defaults: TinyLlama-1.1B shape)");
-  cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3 or gemma3")->default_val("llama");
+  cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3, gemma2, gemma3 or phi3")->default_val("llama");
   cmd->add_option("--vocab-from", f->vocab, "GGUF whose tokenizer is copied (e.g. ../shared/vocab/*.gguf)")
       ->required();
   cmd->add_option("-o,--output", f->out, "output GGUF path")->required();
@@ -46,6 +57,11 @@ void add_synth(CLI::App& app) {
   cmd->add_option("--window", f->window, "sliding window in tokens, families that have one (gemma3: default 512)");
   cmd->add_flag("--tied", f->tied, "reuse token_embd as the output matrix (default for gemma3)");
   cmd->add_flag("--untied", f->untied, "write a separate output.weight (default for the others)");
+  cmd->add_option("--rope-scaling", f->rope_scaling,
+                  "none, llama3 (rope_freqs.weight, Llama 3.1), yarn, longrope (phi3's factor tensors)")
+      ->default_val("none");
+  cmd->add_option("--rope-factor", f->rope_factor, "context extension of --rope-scaling (default 8)");
+  cmd->add_option("--rope-orig-ctx", f->rope_orig_ctx, "context before the extension (default ctx / factor)");
   cmd->add_option("--seed", f->seed, "random seed (default 0)");
   cmd->add_option("-t,--threads", f->threads, "threads (default: all cores)");
   cmd->callback([f] {
@@ -68,6 +84,9 @@ void add_synth(CLI::App& app) {
       if (f->tied && f->untied) fail(ErrorKind::InvalidArgument, "--tied and --untied exclude each other");
       if (f->tied) o.shape.tied_embeddings = true;
       if (f->untied) o.shape.tied_embeddings = false;
+      o.shape.rope_scaling = parse_rope_scaling(f->rope_scaling);
+      o.shape.rope_factor = f->rope_factor;
+      o.shape.rope_orig_ctx = f->rope_orig_ctx;
       o.vocab_path = f->vocab;
       o.type = quantize::parse_file_type(f->type);
       o.seed = f->seed;

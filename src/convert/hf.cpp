@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
 
 #include "convert/hf_tokenizer.h"
@@ -73,6 +74,31 @@ HfTensors open_tensors(const std::string& dir) {
   return t;
 }
 
+// config.json's rope_scaling kind ("" when absent).
+std::string rope_scaling_kind(const json::Value& c) {
+  const json::Value* rs = json::find(c, "rope_scaling");
+  if (!rs || !rs->is_object()) return "";
+  const json::Value* t = json::find(*rs, "rope_type") ? json::find(*rs, "rope_type") : json::find(*rs, "type");
+  return t && t->is_string() ? json::as_string(*t) : "";
+}
+
+// Llama 3.1+ ("llama3": rope_freqs.weight, as convert_hf_to_gguf computes it) and YaRN go
+// through ModelShape, which write_hparams and tensor_specs turn into keys and tensors.
+void read_rope_scaling(const json::Value& c, ModelShape& s, const std::string& src) {
+  const std::string kind = rope_scaling_kind(c);
+  if (kind != "llama3" && kind != "yarn") return;
+  const json::Value& rs = json::at(c, "rope_scaling");
+  s.rope_scaling = kind == "llama3" ? RopeScaling::Llama3 : RopeScaling::Yarn;
+  s.rope_factor = static_cast<float>(get_double(rs, "factor", kind == "llama3" ? 8.0 : -1.0, src));
+  s.rope_orig_ctx = get_int(rs, "original_max_position_embeddings", kind == "llama3" ? 8192 : s.n_ctx, src);
+  // ember's rope_factor_values uses Llama 3's own band (1 and 4); beta_fast/slow are llama.cpp's defaults.
+  if (kind == "llama3" && (get_double(rs, "low_freq_factor", 1.0, src) != 1.0 ||
+                           get_double(rs, "high_freq_factor", 4.0, src) != 4.0))
+    fail(ErrorKind::Unsupported, "{}: llama3 rope_scaling with low/high frequency factors other than 1/4", src);
+  if (kind == "yarn" && (get_double(rs, "beta_fast", 32.0, src) != 32.0 || get_double(rs, "beta_slow", 1.0, src) != 1.0))
+    fail(ErrorKind::Unsupported, "{}: yarn rope_scaling with beta_fast/beta_slow other than 32/1", src);
+}
+
 // config.json's sizes; `c` is the language model's part of `config` (text_config when multimodal).
 ModelShape read_shape(const ArchInfo& arch, const json::Value& config, const json::Value& c, const HfTensors& t,
                       const std::string& src) {
@@ -88,23 +114,25 @@ ModelShape read_shape(const ArchInfo& arch, const json::Value& config, const jso
   s.n_ctx = get_int(c, "max_position_embeddings", 4096, src);
   s.rms_eps = static_cast<float>(get_double(c, "rms_norm_eps", 1e-6, src));  // transformers' default
   s.rope_base = static_cast<float>(get_double(c, "rope_theta", arch.defaults.rope_base, src));
+  if (get_double(c, "partial_rotary_factor", 1.0, src) != 1.0)  // rope.dimension_count is the head size
+    fail(ErrorKind::Unsupported, "{}: partial_rotary_factor (partial rotary) does not convert yet", src);
   if (arch.defaults.sliding_window > 0)
     s.sliding_window = get_int(c, "sliding_window", arch.defaults.sliding_window, src);
   const json::Value* tie = json::find(c, "tie_word_embeddings");
   if (!tie) tie = json::find(config, "tie_word_embeddings");
   s.tied_embeddings = !t.lm_head || (tie && tie->is_boolean() ? json::as_bool(*tie) : arch.defaults.tied_embeddings);
+  read_rope_scaling(c, s, src);
   return s;
 }
 
 void write_rope_scaling(gguf::Writer& w, const std::string& arch, const json::Value& c, const std::string& src) {
+  const std::string kind = rope_scaling_kind(c);
+  if (kind.empty()) return;
   const json::Value* rs = json::find(c, "rope_scaling");
-  if (!rs || !rs->is_object()) return;
-  const json::Value* t = json::find(*rs, "rope_type") ? json::find(*rs, "rope_type") : json::find(*rs, "type");
-  const std::string kind = t && t->is_string() ? json::as_string(*t) : "";
   if (kind == "linear") {
     w.set_string(arch + ".rope.scaling.type", "linear");
     w.set_f32(arch + ".rope.scaling.factor", static_cast<float>(json::as_double(json::at(*rs, "factor"), src + ": rope_scaling.factor")));
-  } else if (kind != "default" && !kind.empty()) {
+  } else if (kind != "default" && kind != "llama3" && kind != "yarn") {
     fail(ErrorKind::Unsupported, "{}: rope_scaling type '{}' does not convert yet", src, kind);
   }
 }
@@ -149,6 +177,14 @@ ConvertStats convert_hf(const std::string& dir, const std::string& out_path, DTy
   ConvertStats stats;
   const int64_t hd = shape.head_size();
   for (const TensorSpec& spec : tensor_specs(shape)) {
+    if (spec.role == TensorRole::RopeFactors) {  // computed from config.json, not in the checkpoint
+      const std::vector<float> values = rope_factor_values(spec, shape);
+      quantize::add_encoded_tensor(
+          w, spec.name, spec.shape, DType::F32, [values](int64_t, float* out) { std::copy(values.begin(), values.end(), out); },
+          pool);
+      ++stats.n_tensors;
+      continue;
+    }
     const SafeTensor* t = &source_of(spec, tensors, dir);
     const bool permute = arch.hf.permute_qk && (spec.role == TensorRole::AttnQ || spec.role == TensorRole::AttnK);
     const float add = spec.role == TensorRole::Norm ? arch.hf.norm_shift : 0.0f;

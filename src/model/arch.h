@@ -21,6 +21,7 @@ namespace ember {
 namespace gguf { class File; class Writer; }
 class TensorBinder;
 class Step;
+struct ModelShape;
 
 // How one layer attends, where families differ. The pre-norm families attend over the whole
 // context with the file's RoPE (default_attention); gemma3's local layers set their own.
@@ -31,6 +32,15 @@ struct LayerAttention {
   float scale = 0.0f;             // multiplies q.k before the softmax
   float softcap = 0.0f;           // tanh soft-cap of the attention scores (0 = none)
   const float* sinks = nullptr;   // [n_head] attention-sink logits (gpt-oss), prepared vector; null = none
+  // [n_rot/2] divisors of the pairs' RoPE frequencies in the layer's device memory (Llama 3
+  // rope_freqs.weight, LongRoPE's rope_factors_short.weight); nullptr: none.
+  const float* rope_factors = nullptr;
+  // LongRoPE (rope_factors_long.weight): replaces rope_factors in a context longer than
+  // hp.n_ctx_orig tokens (for_context).
+  const float* rope_factors_long = nullptr;
+
+  // This layer in a context of n_ctx tokens per sequence (LongRoPE picks its factors).
+  LayerAttention for_context(const Hparams& hp, int n_ctx) const;
 };
 LayerAttention default_attention(const Hparams& hp);  // whole context, 1/sqrt(head_dim)
 
@@ -53,6 +63,7 @@ enum class TensorRole {
   Bias,            // 1-D bias (qwen2 q/k/v)
   AttnQ, AttnK, AttnV, AttnOutput,
   FfnGate, FfnUp, FfnDown,
+  RopeFactors,     // [n_rot/2] RoPE frequency divisors (rope_freqs, LongRoPE): computed, not random
 };
 
 // Symbolic sizes a family's block table is written in (resolved by tensor_specs).
@@ -63,6 +74,8 @@ enum class Dim {
   KvRows,  // n_head_kv * head size
   Head,    // head size
   Ff,      // n_ff
+  QkvRows, // QRows + 2 KvRows: fused attn_qkv (phi3)
+  Ff2,     // 2 n_ff: fused gate and up (phi3's ffn_up)
 };
 
 // One tensor of every block: "blk.N.<name>" in the GGUF, "<prefix>layers.N.<hf_name>" in a
@@ -120,6 +133,10 @@ struct ArchInfo {
   } hf;
 
   QuantRules quant = kDenseQuantRules;  // quantize/mix.h rules 4 and 5
+
+  // Keys of the family's own that `synth` and `convert` write beside write_hparams' (gemma2's
+  // soft-caps), or nullptr.
+  void (*write_family_keys)(gguf::Writer& writer, const ModelShape& shape) = nullptr;
 };
 
 // The architecture named `name`, or nullptr.
@@ -130,6 +147,12 @@ const ArchInfo& require_arch(std::string_view name);
 const ArchInfo* find_arch_by_hf_class(std::string_view hf_class);
 // Comma-separated list of known names (for error messages).
 std::string known_archs();
+
+// RoPE scaling a written file declares (ModelShape::rope_scaling), as llama.cpp's converters
+// write it: Llama3 as rope_freqs.weight only (Llama 3.1's smooth per-pair divisors), Yarn as
+// rope.scaling.{type, factor, original_context_length}, LongRope as phi3's
+// rope_factors_{long,short}.weight with rope.scaling.attn_factor.
+enum class RopeScaling { None, Llama3, Yarn, LongRope };
 
 // The sizes `convert` and `synth` write into a GGUF's <arch>.* keys and tensor shapes
 // (loading reads them back into Hparams).
@@ -147,8 +170,12 @@ struct ModelShape {
   float rope_base = 10000.0f;  // RoPE theta
   int64_t sliding_window = 0;  // tokens, families with local layers (0 = not written)
   bool tied_embeddings = true; // no output.weight: the logits reuse token_embd.weight
+  RopeScaling rope_scaling = RopeScaling::None;
+  float rope_factor = 8.0f;    // context extension of the scaling (n_ctx / rope_orig_ctx)
+  int64_t rope_orig_ctx = 0;   // tokens before the extension; 0 = n_ctx / rope_factor
 
   int64_t head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
+  int64_t orig_ctx() const { return rope_orig_ctx > 0 ? rope_orig_ctx : static_cast<int64_t>(n_ctx / rope_factor); }
 };
 
 // Throws Error(InvalidArgument) naming the first inconsistent field (zero sizes, heads that
@@ -170,5 +197,10 @@ struct TensorSpec {
 
 // Every tensor llama.cpp expects for `shape`, in llama.cpp's usual file order.
 std::vector<TensorSpec> tensor_specs(const ModelShape& shape);
+
+// The values of a TensorRole::RopeFactors tensor of `shape`: Llama 3.1's divisors (as
+// convert_hf_to_gguf computes them: low/high frequency factors 1 and 4), or for LongRoPE
+// smooth synthetic ones (short near 1, long rising to rope_factor).
+std::vector<float> rope_factor_values(const TensorSpec& spec, const ModelShape& shape);
 
 }  // namespace ember

@@ -13,6 +13,7 @@
 //   rope base 10000 without scaling; global layers use rope.freq_base and rope scaling.
 // - Query scale 1/sqrt(head_dim) (27B: 1/sqrt(n_embd / n_head), query_pre_attn_scalar).
 // - Output head tied to token_embd unless output.weight exists.
+// Forward: SandwichDecoder (sandwich_decoder.cpp).
 //
 // Keys:    gemma3.{context_length, embedding_length, block_count, feed_forward_length,
 //          attention.head_count, attention.head_count_kv, attention.key_length,
@@ -28,6 +29,7 @@
 #include "model/block_tensors.h"
 #include "model/hparams.h"
 #include "model/layers.h"
+#include "model/sandwich_decoder.h"
 #include "model/weights.h"
 #include "util/error.h"
 
@@ -67,73 +69,16 @@ LayerAttention layer_attention(const Hparams& hp, const Gemma3Params& p, int il)
   return a;
 }
 
-struct Gemma3 final : ArchModel {
-  struct Layer {
-    const float* attn_norm;       // [n_embd]
-    AttnWeights attn;             // with q_norm/k_norm [head_dim]
-    const float* attn_post_norm;  // [n_embd]
-    const float* ffn_norm;        // [n_embd]
-    FfnWeights ffn;
-    const float* ffn_post_norm;   // [n_embd]
-  };
-  MatView tok_embd;
-  std::vector<Layer> layers;
-  const float* output_norm = nullptr;
-  MatView output;
-  float final_softcap = 0.0f;  // Gemma3Params::final_softcap
-
-  void forward(Step& s) const override {
-    // x = token_embd[tokens] * sqrt(n_embd)
-    s.embed(tok_embd, std::sqrt(static_cast<float>(s.hp.n_embd)));
-    for (size_t il = 0; il < layers.size(); ++il) {
-      const Layer& L = layers[il];
-      s.begin_layer(static_cast<int>(il));
-      // x = x + post_attn_norm(attn(attn_norm(x)))   (local or global by layer)
-      s.rms_norm(s.x, L.attn_norm, s.cur);
-      s.attention(static_cast<int>(il), L.attn, s.cur, s.out);
-      s.rms_norm(s.out, L.attn_post_norm, s.cur);
-      s.add(s.x, s.cur);
-      // x = x + post_ffw_norm(down(gelu(gate) * up)(ffn_norm(x)))
-      s.rms_norm(s.x, L.ffn_norm, s.cur);
-      s.ffn(L.ffn, Activation::GELU, s.cur, s.out);
-      s.rms_norm(s.out, L.ffn_post_norm, s.cur);
-      s.add(s.x, s.cur);
-    }
-    s.logits(output_norm, output, final_softcap);
-  }
-};
-
 void read_hparams(const gguf::File&, Hparams& hp) { hp.rope_neox = true; }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
-  auto m = std::make_unique<Gemma3>();
   const Gemma3Params p = read_gemma3_params(b.file(), hp);
+  auto m = bind_sandwich_decoder(b, hp, true);
   m->final_softcap = p.final_softcap;
   for (int il = 0; il < hp.n_layer; ++il) m->attention.push_back(layer_attention(hp, p, il));
-  m->tok_embd = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
-  m->layers.resize(hp.n_layer);
-  for (int il = 0; il < hp.n_layer; ++il) {
-    Gemma3::Layer& L = m->layers[il];
-    L.attn_norm = b.vector(blk(il, "attn_norm.weight"), hp.n_embd);
-    L.attn = bind_attention(b, hp, il, true);
-    L.attn_post_norm = b.vector(blk(il, "post_attention_norm.weight"), hp.n_embd);
-    L.ffn_norm = b.vector(blk(il, "ffn_norm.weight"), hp.n_embd);
-    L.ffn = bind_ffn(b, hp, il);
-    L.ffn_post_norm = b.vector(blk(il, "post_ffw_norm.weight"), hp.n_embd);
-  }
-  m->output_norm = b.vector("output_norm.weight", hp.n_embd);
-  m->output = bind_output(b, hp, m->tok_embd);
   return m;
 }
 
-// Sandwich norms: HF's post_attention_layernorm follows the attention here, and the norm
-// before the FFN is its own.
-constexpr BlockTensor kPostAttnNorm{"post_attention_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
-                                    "post_attention_layernorm.weight"};
-constexpr BlockTensor kPreFfnNorm{"ffn_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
-                                  "pre_feedforward_layernorm.weight"};
-constexpr BlockTensor kPostFfnNorm{"post_ffw_norm.weight", Dim::Embd, Dim::None, TensorRole::Norm,
-                                   "post_feedforward_layernorm.weight"};
 using namespace block;
 constexpr BlockTensor kBlock[] = {kAttnNorm,     kAttnQ,      kAttnK,   kAttnV, kAttnQNorm, kAttnKNorm,  kAttnOutput,
                                   kPostAttnNorm, kPreFfnNorm, kFfnGate, kFfnUp, kFfnDown,   kPostFfnNorm};

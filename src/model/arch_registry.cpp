@@ -11,8 +11,10 @@ extern const ArchInfo kArchLlama;
 extern const ArchInfo kArchQwen2;
 extern const ArchInfo kArchQwen3;
 extern const ArchInfo kArchGemma3;
+extern const ArchInfo kArchGemma2;
+extern const ArchInfo kArchPhi3;
 
-static const ArchInfo* const kArchs[] = {&kArchLlama, &kArchQwen2, &kArchQwen3, &kArchGemma3};
+static const ArchInfo* const kArchs[] = {&kArchLlama, &kArchQwen2, &kArchQwen3, &kArchGemma3, &kArchGemma2, &kArchPhi3};
 
 const ArchInfo* find_arch(std::string_view name) {
   for (const ArchInfo* a : kArchs)

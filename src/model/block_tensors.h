@@ -25,4 +25,11 @@ inline constexpr BlockTensor kFfnGate{"ffn_gate.weight", Embd, Ff, FfnGate, "mlp
 inline constexpr BlockTensor kFfnUp{"ffn_up.weight", Embd, Ff, FfnUp, "mlp.up_proj.weight"};
 inline constexpr BlockTensor kFfnDown{"ffn_down.weight", Ff, Embd, FfnDown, "mlp.down_proj.weight"};
 
+// Sandwich norms (gemma2, gemma3): HF's post_attention_layernorm follows the attention here,
+// and the norm before the FFN is its own.
+inline constexpr BlockTensor kPostAttnNorm{"post_attention_norm.weight", Embd, None, Norm,
+                                           "post_attention_layernorm.weight"};
+inline constexpr BlockTensor kPreFfnNorm{"ffn_norm.weight", Embd, None, Norm, "pre_feedforward_layernorm.weight"};
+inline constexpr BlockTensor kPostFfnNorm{"post_ffw_norm.weight", Embd, None, Norm, "post_feedforward_layernorm.weight"};
+
 }  // namespace ember::block

@@ -18,6 +18,7 @@ struct Context::Scratch {
   std::vector<int32_t> pos;        // positions resolved for the current ubatch
   std::vector<int32_t> expected;   // per sequence: next position while validating a batch
   std::vector<int32_t> counts;     // per sequence: tokens of the batch / ubatch
+  std::vector<LayerAttention> attention;  // the model's layers at this context's n_ctx
 };
 
 size_t kv_row_bytes(DType type, int64_t n) { return dtype_row_bytes(type, n); }
@@ -115,6 +116,7 @@ Context::Context(const Model& model, const ContextOptions& opts, ThreadPool& poo
   scratch_->out_rows.assign(opts_.n_ubatch, 0);
   scratch_->pos.assign(opts_.n_ubatch, 0);
   scratch_->expected.assign(opts.n_seq, 0);
+  for (const LayerAttention& a : model.arch().attention) scratch_->attention.push_back(a.for_context(hp, n_ctx_));
   scratch_->counts.assign(opts.n_seq, 0);
   logits_.assign(hp.n_vocab, 0.0f);
 }
@@ -199,8 +201,12 @@ std::span<const float> Context::decode(const Batch& batch) {
 int Context::kv_shift(int seq) {
   const int n_discard = std::max(1, (kv_->n_tokens(seq) - opts_.n_keep) / 2);
   const Hparams& hp = model_.hparams();
-  kv_->shift(seq, opts_.n_keep, n_discard, hp.head_dim,
-             [&](int il) { return rope_params(hp, model_.arch().attention[il]); });
+  // A shift rotates by the position difference: the magnitude was applied once, at the store.
+  kv_->shift(seq, opts_.n_keep, n_discard, hp.head_dim, [&](int il) {
+    RopeParams p = rope_params(hp, scratch_->attention[il]);
+    p.mscale = 1.0f;
+    return p;
+  });
   return n_discard;
 }
 
@@ -235,7 +241,7 @@ void Context::run_ubatch(const Batch& batch, size_t begin, size_t end, float* lo
   in.n_out = n_out;
   in.out_rows = sc.out_rows.data();
   const StepKV& step_kv = kv_->step_view({in.seq, static_cast<size_t>(n)}, {in.slots, static_cast<size_t>(n)});
-  Step step(model_.hparams(), model_.arch().attention, sc.layers, step_kv, in, logits_out);
+  Step step(model_.hparams(), sc.attention, sc.layers, step_kv, in, logits_out);
   model_.arch().forward(step);
   step.finish();
   std::fill(sc.counts.begin(), sc.counts.end(), 0);

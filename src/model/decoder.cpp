@@ -25,6 +25,13 @@ void PreNormDecoder::forward(Step& s) const {
 }
 
 std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp, bool qk_norm) {
+  return bind_prenorm_decoder(
+      b, hp, [qk_norm](TensorBinder& tb, const Hparams& h, int il) { return bind_attention(tb, h, il, qk_norm); },
+      bind_ffn);
+}
+
+std::unique_ptr<PreNormDecoder> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp,
+                                                     const BindLayerAttention& attention, const BindLayerFfn& ffn) {
   auto m = std::make_unique<PreNormDecoder>();
   m->attention.assign(hp.n_layer, default_attention(hp));
   m->tok_embd = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
@@ -32,9 +39,9 @@ std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& 
   for (int il = 0; il < hp.n_layer; ++il) {
     PreNormDecoder::Layer& L = m->layers[il];
     L.attn_norm = b.vector(blk(il, "attn_norm.weight"), hp.n_embd);
-    L.attn = bind_attention(b, hp, il, qk_norm);
+    L.attn = attention(b, hp, il);
     L.ffn_norm = b.vector(blk(il, "ffn_norm.weight"), hp.n_embd);
-    L.ffn = bind_ffn(b, hp, il);
+    L.ffn = ffn(b, hp, il);
   }
   m->output_norm = b.vector("output_norm.weight", hp.n_embd);
   m->output = bind_output(b, hp, m->tok_embd);

@@ -2,6 +2,7 @@
 // metadata, RoPE style and which optional tensors exist (biases, q/k norms), not in the
 // order of operations, which this file spells out once.
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,8 +27,13 @@ struct PreNormDecoder final : ArchModel {
 };
 
 // Binds token_embd, per-layer attn_norm/attention/ffn_norm/ffn, output_norm and output
-// (tied when absent). `qk_norm` requires attn_{q,k}_norm. Rejects tensors that would
-// change the computation but are not implemented (MoE routers, Llama 3.1 rope_freqs).
+// (tied when absent). `qk_norm` requires attn_{q,k}_norm.
 std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp, bool qk_norm);
+// The same with the family's own binding of each layer's attention and FFN weights (phi3's
+// fused tensors).
+using BindLayerAttention = std::function<AttnWeights(TensorBinder&, const Hparams&, int il)>;
+using BindLayerFfn = std::function<FfnWeights(TensorBinder&, const Hparams&, int il)>;
+std::unique_ptr<PreNormDecoder> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp,
+                                                     const BindLayerAttention& attention, const BindLayerFfn& ffn);
 
 }  // namespace ember

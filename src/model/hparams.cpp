@@ -45,6 +45,40 @@ static int uniform(const gguf::File& file, const std::string& key, const std::ve
   return v.empty() ? 0 : v[0];
 }
 
+// RoPE scaling as llama.cpp reads it (llama_model::load_hparams, llama_context's cparams):
+// "linear" and "yarn" scale positions by 1/factor; YaRN also mixes unscaled angles back in by
+// pair (ext_factor 1) and corrects the magnitude; "longrope" (phi3) scales through its
+// per-pair factor tensors, which the family binds; rope.scaling.attn_factor multiplies all.
+static void read_rope_scaling(const gguf::File& file, Hparams& hp) {
+  float factor = arch_f32(file, hp, "rope.scale_linear").value_or(0.0f);  // the older key
+  const std::string type = std::string(file.find_string(key_of(hp, "rope.scaling.type")).value_or(""));
+  const bool yarn = type == "yarn";
+  if (!type.empty() && type != "none" && type != "linear" && !yarn && type != "longrope")
+    fail(ErrorKind::Unsupported, "{}: rope scaling type '{}' is not supported (linear, yarn, longrope)", file.source(), type);
+  if (!type.empty() && type != "none") factor = arch_f32(file, hp, "rope.scaling.factor").value_or(factor);
+  if (factor != 0.0f && type != "none") {
+    if (!(factor > 0.0f)) fail(ErrorKind::Format, "{}: rope scaling factor {} must be positive", file.source(), factor);
+    hp.rope_freq_scale = 1.0f / factor;
+  }
+  hp.n_ctx_orig = static_cast<int>(arch_u32(file, hp, "rope.scaling.original_context_length").value_or(hp.n_ctx_train));
+  if (hp.n_ctx_orig <= 0) fail(ErrorKind::Format, "{}: rope.scaling.original_context_length must be positive", file.source());
+  hp.rope_attn_factor = arch_f32(file, hp, "rope.scaling.attn_factor").value_or(1.0f);
+  if (!(hp.rope_attn_factor > 0.0f)) fail(ErrorKind::Format, "{}: rope.scaling.attn_factor must be positive", file.source());
+  if (!yarn) return;
+  hp.rope_ext_factor = arch_f32(file, hp, "rope.scaling.yarn_ext_factor").value_or(1.0f);
+  hp.rope_beta_fast = arch_f32(file, hp, "rope.scaling.yarn_beta_fast").value_or(32.0f);
+  hp.rope_beta_slow = arch_f32(file, hp, "rope.scaling.yarn_beta_slow").value_or(1.0f);
+  if (hp.rope_ext_factor == 0.0f) return;
+  hp.rope_attn_factor *= yarn_attn_factor(1.0f / hp.rope_freq_scale,
+                                          arch_f32(file, hp, "rope.scaling.yarn_log_multiplier").value_or(0.0f));
+}
+
+float yarn_attn_factor(float factor, float log_mul) {
+  auto mscale = [factor](float m) { return factor <= 1.0f ? 1.0f : 0.1f * m * std::log(factor) + 1.0f; };
+  const float attn = log_mul != 0.0f ? mscale(1.0f) / mscale(log_mul) : mscale(1.0f);
+  return attn / (1.0f + 0.1f * std::log(factor));
+}
+
 void read_common_hparams(const gguf::File& file, Hparams& hp) {
   constexpr int64_t kMaxDim = 1 << 20;
   hp.name = std::string(file.find_string("general.name").value_or(""));
@@ -81,18 +115,7 @@ void read_common_hparams(const gguf::File& file, Hparams& hp) {
   hp.rope_freq_base = arch_f32(file, hp, "rope.freq_base").value_or(10000.0f);
   if (!(hp.rope_freq_base > 1.0f)) fail(ErrorKind::Format, "{}: rope.freq_base {} must be > 1", file.source(), hp.rope_freq_base);
 
-  // RoPE scaling: linear position interpolation only ("rope.scale_linear" is the older key).
-  float factor = arch_f32(file, hp, "rope.scale_linear").value_or(0.0f);
-  const std::string type = std::string(file.find_string(key_of(hp, "rope.scaling.type")).value_or(""));
-  if (!type.empty() && type != "none") {
-    if (type != "linear")
-      fail(ErrorKind::Unsupported, "{}: rope scaling type '{}' is not supported (only linear)", file.source(), type);
-    factor = arch_f32(file, hp, "rope.scaling.factor").value_or(1.0f);
-  }
-  if (factor != 0.0f) {
-    if (!(factor > 0.0f)) fail(ErrorKind::Format, "{}: rope scaling factor {} must be positive", file.source(), factor);
-    hp.rope_freq_scale = 1.0f / factor;
-  }
+  read_rope_scaling(file, hp);
 
   const gguf::TensorInfo* emb = file.find_tensor("token_embd.weight");
   if (!emb) fail(ErrorKind::Format, "{}: required tensor token_embd.weight is missing", file.source());

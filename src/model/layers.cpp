@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gguf/gguf.h"
 #include "model/weights.h"
 #include "util/error.h"
 
@@ -37,6 +38,20 @@ FfnWeights bind_ffn(TensorBinder& b, const Hparams& hp, int il) {
   return w;
 }
 
+void bind_rope_factors(TensorBinder& b, const Hparams& hp, std::vector<LayerAttention>& attention) {
+  const int64_t n = hp.n_rot / 2;
+  for (int il = 0; il < hp.n_layer; ++il) {
+    LayerAttention& a = attention[il];
+    a.rope_factors = b.layer_vector_optional("rope_freqs.weight", n, il);
+    if (a.rope_factors) continue;
+    a.rope_factors = b.layer_vector_optional("rope_factors_short.weight", n, il);
+    a.rope_factors_long = b.layer_vector_optional("rope_factors_long.weight", n, il);
+    if (!a.rope_factors != !a.rope_factors_long)
+      fail(ErrorKind::Format, "{}: rope_factors_short.weight and rope_factors_long.weight come together",
+           b.file().source());
+  }
+}
+
 MatView bind_output(TensorBinder& b, const Hparams& hp, const MatView& tok_embd) {
   MatView out = b.matmul_matrix_optional("output.weight", hp.n_embd, hp.n_vocab);
   // Tied head: token_embd bound again for matmul. On the CPU a repacked copy costs little
@@ -52,12 +67,32 @@ LayerAttention default_attention(const Hparams& hp) {
   return a;
 }
 
+LayerAttention LayerAttention::for_context(const Hparams& hp, int n_ctx) const {
+  LayerAttention a = *this;
+  if (rope_factors_long && n_ctx > hp.n_ctx_orig) a.rope_factors = rope_factors_long;  // as llama.cpp
+  a.rope_factors_long = nullptr;
+  return a;
+}
+
+// ggml_rope_yarn_corr_dim: the pair index whose wavelength fits n_ctx_orig / n_turns times.
+static float yarn_corr_dim(int n_rot, int n_ctx_orig, float n_turns, float base) {
+  return n_rot * std::log(n_ctx_orig / (n_turns * 2.0f * 3.14159265358979f)) / (2.0f * std::log(base));
+}
+
 RopeParams rope_params(const Hparams& hp, const LayerAttention& a) {
   RopeParams p;
   p.n_rot = hp.n_rot;
   p.neox = hp.rope_neox;
   p.freq_base = a.rope_freq_base;
   p.freq_scale = a.rope_freq_scale;
+  p.freq_factors = a.rope_factors;
+  p.mscale = hp.rope_attn_factor;
+  if (hp.rope_ext_factor != 0.0f) {  // YaRN: ramp between ggml's correction dims
+    p.ext_factor = hp.rope_ext_factor;
+    p.corr_low = std::max(0.0f, std::floor(yarn_corr_dim(hp.n_rot, hp.n_ctx_orig, hp.rope_beta_fast, p.freq_base)));
+    p.corr_high = std::min(hp.n_rot - 1.0f, std::ceil(yarn_corr_dim(hp.n_rot, hp.n_ctx_orig, hp.rope_beta_slow, p.freq_base)));
+    p.mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);  // ggml's rope_yarn
+  }
   return p;
 }
 

@@ -37,6 +37,9 @@ struct FfnWeights {
 AttnWeights bind_attention(TensorBinder& b, const Hparams& hp, int il, bool qk_norm);
 // Binds blk.<il>.ffn_{gate,up,down}.weight.
 FfnWeights bind_ffn(TensorBinder& b, const Hparams& hp, int il);
+// The RoPE frequency factors of every layer, into attention[il]: rope_freqs.weight (Llama 3),
+// or LongRoPE's rope_factors_short/long.weight (both or neither), each [n_rot/2].
+void bind_rope_factors(TensorBinder& b, const Hparams& hp, std::vector<LayerAttention>& attention);
 // output.weight, or the token embedding when the head is tied (absent output.weight).
 MatView bind_output(TensorBinder& b, const Hparams& hp, const MatView& tok_embd);
 

@@ -49,7 +49,15 @@ struct Hparams {
   int n_rot = 0;             // rotated dims per head (rope.dimension_count, default head_dim)
   bool rope_neox = false;    // half-split pairs (qwen2/qwen3/gemma3) vs adjacent pairs (llama)
   float rope_freq_base = 10000.0f;      // global-attention layers
-  float rope_freq_scale = 1.0f;         // linear scaling: 1/rope.scaling.factor when type "linear"
+  float rope_freq_scale = 1.0f;         // 1/rope.scaling.factor (types "linear" and "yarn")
+  // YaRN and LongRoPE (model/hparams.cpp reads them as llama.cpp does; rope_params applies them)
+  float rope_ext_factor = 0.0f;         // YaRN's mix of unscaled angles: 1 for type "yarn", else 0
+  float rope_beta_fast = 32.0f;         // YaRN ramp ends (rope.scaling.yarn_beta_fast/slow)
+  float rope_beta_slow = 1.0f;
+  int n_ctx_orig = 0;                   // tokens; rope.scaling.original_context_length (default
+                                        // n_ctx_train): YaRN's ramp, LongRoPE's long/short choice
+  float rope_attn_factor = 1.0f;        // llama.cpp's yarn_attn_factor (rope.scaling.attn_factor,
+                                        // YaRN's correction); cos/sin magnitude, see rope_params
   // A family's own settings (sliding windows, soft-caps, per-layer RoPE) its file reads
   // itself; how each layer attends is ArchModel::attention (model/arch.h).
 

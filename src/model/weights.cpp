@@ -82,6 +82,17 @@ MatView TensorBinder::matmul_matrix(const std::string& name, int64_t cols, int64
   return store ? store->prepare_matmul(w) : w;
 }
 
+MatView TensorBinder::matmul_matrix_rows(const std::string& name, int64_t cols, int64_t total_rows, int64_t first,
+                                         int64_t n) {
+  MatView w = file_matrix(name, cols, total_rows);
+  if (first < 0 || n <= 0 || first + n > total_rows)
+    fail(ErrorKind::Internal, "tensor {}: rows {}..{} outside its {}", name, first, first + n, total_rows);
+  w.data = w.row(first);
+  w.rows = n;
+  WeightStore* store = store_for(name, true);
+  return store ? store->prepare_matmul(w) : w;
+}
+
 MatView TensorBinder::matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows) {
   if (!file_.find_tensor(name)) return MatView{};
   return matmul_matrix(name, cols, rows);
@@ -92,7 +103,24 @@ const float* TensorBinder::vector_optional(const std::string& name, int64_t n) {
   return vector(name, n);
 }
 
+const float* TensorBinder::layer_vector_optional(const std::string& name, int64_t n, int il) {
+  if (!file_.find_tensor(name)) return nullptr;
+  const DeviceKind device = placement_.layer(il);
+  const float*& bound = layer_vectors_[{name, device}];
+  if (bound) return bound;
+  const float* v = file_vector(name, n);
+  WeightStore* store = device == DeviceKind::Cpu ? host_ : device_;
+  bound = store ? store->prepare_vector(v, n) : v;
+  return bound;
+}
+
 const float* TensorBinder::vector(const std::string& name, int64_t n) {
+  const float* v = file_vector(name, n);
+  WeightStore* store = store_for(name, false);
+  return store ? store->prepare_vector(v, n) : v;
+}
+
+const float* TensorBinder::file_vector(const std::string& name, int64_t n) {
   const gguf::TensorInfo* t = lookup(name, true);
   if (t->n_elements() != n || t->ne[0] != n)
     fail(ErrorKind::Format, "tensor {}: expected {}, file has {}", name, n, shape_str(*t));
@@ -100,9 +128,7 @@ const float* TensorBinder::vector(const std::string& name, int64_t n) {
     fail(ErrorKind::Unsupported, "tensor {}: expected type F32, file has {}", name, dtype_name(t->type));
   if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)
     fail(ErrorKind::Format, "tensor {}: data is not 4-byte aligned", name);
-  const float* v = reinterpret_cast<const float*>(t->data);
-  WeightStore* store = store_for(name, false);
-  return store ? store->prepare_vector(v, n) : v;
+  return reinterpret_cast<const float*>(t->data);
 }
 
 }  // namespace ember

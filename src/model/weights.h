@@ -3,6 +3,7 @@
 // with one line naming the tensor, the expectation and what the file has.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,9 +35,15 @@ class TensorBinder {
   // An output head tied to token_embd binds that tensor a second time this way.
   MatView matmul_matrix(const std::string& name, int64_t cols, int64_t rows);
   MatView matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows);
+  // Rows [first, first + n) of a matmul matrix of total_rows rows, bound as a matrix of its
+  // own: a fused tensor split at load (phi3's attn_qkv, its gate+up ffn_up).
+  MatView matmul_matrix_rows(const std::string& name, int64_t cols, int64_t total_rows, int64_t first, int64_t n);
   // A 1-D f32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_optional(const std::string& name, int64_t n);
+  // An optional vector outside the blocks that layer il reads (rope_freqs.weight): prepared
+  // once on each device that has such a layer (llama.cpp duplicates it per layer).
+  const float* layer_vector_optional(const std::string& name, int64_t n, int il);
 
   int bound() const { return n_bound_; }
   // The file being bound: a family reads its own metadata keys from it (arch_gemma3.cpp).
@@ -45,11 +52,13 @@ class TensorBinder {
  private:
   const gguf::TensorInfo* lookup(const std::string& name, bool required);
   MatView file_matrix(const std::string& name, int64_t cols, int64_t rows);
+  const float* file_vector(const std::string& name, int64_t n);
   WeightStore* store_for(const std::string& name, bool matmul) const;
   const gguf::File& file_;
   WeightStore* host_ = nullptr;
   WeightStore* device_ = nullptr;
   Placement placement_;
+  std::map<std::pair<std::string, DeviceKind>, const float*> layer_vectors_;  // layer_vector_optional's
   int n_bound_ = 0;
 };
 

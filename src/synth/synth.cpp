@@ -1,5 +1,6 @@
 #include "synth/synth.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -46,6 +47,7 @@ InitScale init_scale(const TensorSpec& spec, const ModelShape& hp) {
     case TensorRole::AttnQ: case TensorRole::AttnK: case TensorRole::AttnV:
     case TensorRole::FfnGate: case TensorRole::FfnUp:
       return {0.0f, 1.0f / std::sqrt(fan_in)};
+    case TensorRole::RopeFactors: break;  // computed (rope_factor_values), not drawn
   }
   return {0.0f, 0.0f};
 }
@@ -128,9 +130,15 @@ SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, Thr
     const InitScale scale = init_scale(spec, hp);
     const uint64_t tseed = tensor_seed(opt.seed, spec.name);
     const int64_t n = spec.shape[0];
+    std::vector<float> values;  // a computed tensor's (one row); rows are encoded at w.write()
+    if (spec.role == TensorRole::RopeFactors) values = rope_factor_values(spec, hp);
     quantize::add_encoded_tensor(
         w, spec.name, spec.shape, plan.type_for(spec.name, spec.shape),
-        [tseed, scale, n](int64_t row, float* out) { fill_row(tseed, row, scale, out, n); }, pool);
+        [tseed, scale, n, values](int64_t row, float* out) {
+          if (!values.empty()) std::copy(values.begin(), values.end(), out);
+          else fill_row(tseed, row, scale, out, n);
+        },
+        pool);
     stats.n_params += static_cast<uint64_t>(spec.n_elements());
     ++stats.n_tensors;
   }
