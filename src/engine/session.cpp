@@ -24,6 +24,7 @@ StopReason stop_reason(FinishReason r) {
     case FinishReason::Length: return StopReason::TokenLimit;
     case FinishReason::ContextFull: return StopReason::ContextFull;
     case FinishReason::Cancelled: return StopReason::Interrupted;
+    case FinishReason::GrammarDeadEnd: return StopReason::GrammarDeadEnd;
   }
   return StopReason::Interrupted;
 }
