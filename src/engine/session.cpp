@@ -88,6 +88,7 @@ SequenceRequest Session::request(std::span<const int32_t> prompt, const Generate
   (options.ignore_eos ? r.banned_tokens : r.stop_tokens) = tok_.eog_ids();
   r.stop_strings = options.stop_strings;
   r.draft = options.draft;
+  r.grammar = options.grammar;
   r.may_fill_context = true;
   r.cache_key = kConversation;
   r.resume = true;

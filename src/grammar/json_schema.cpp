@@ -11,10 +11,12 @@
 namespace ember::grammar {
 namespace {
 
-// Shared rules every schema grammar may use. Whitespace is bounded so a sampled model
+// Shared rules every schema grammar may use (\u escapes: no lone surrogates, which JSON
+// parsers refuse). Whitespace is bounded so a sampled model
 // cannot wander off into endless blanks; every value rule ends with ws.
 const char* kSharedRules = R"(ws ::= | " " | "\n" [ \t]{0,20}
-json-char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+json-char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" json-hex4)
+json-hex4 ::= [0-9a-cA-CeEfF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2}
 json-string ::= "\"" json-char* "\"" ws
 json-number ::= "-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? ws
 json-integer ::= "-"? ("0" | [1-9] [0-9]{0,15}) ws
