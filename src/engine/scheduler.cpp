@@ -284,8 +284,12 @@ std::span<const float> Scheduler::masked(const Sequence& s, std::span<const floa
 // empty when the grammar allows no token.
 std::span<const float> Scheduler::constrained(Sequence& s, std::span<const float> row) {
   if (!s.matcher) return row;
-  constrained_.assign(row.begin(), row.end());
-  if (s.matcher->mask(constrained_, s.stop_tokens()) == 0) return {};
+  constrained_.resize(row.size());
+  try {
+    if (s.matcher->mask(row, constrained_, s.stop_tokens()) == 0) return {};
+  } catch (const Error&) {  // too ambiguous or too deep to follow: it ends like a dead end
+    return {};
+  }
   return constrained_;
 }
 

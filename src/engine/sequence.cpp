@@ -89,7 +89,12 @@ void Sequence::trim_to_grammar(DraftProposal& p) {
       if (matcher->can_end()) ++kept;
       break;
     }
-    if (!matcher->accept(t)) break;
+    bool ok = false;
+    try {
+      ok = matcher->accept(t);
+    } catch (const Error&) {  // past the grammar's bounds: the mask will end the sequence
+    }
+    if (!ok) break;
     ++taken;
   }
   matcher->rollback(taken);

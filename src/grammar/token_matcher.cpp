@@ -9,29 +9,37 @@
 namespace ember::grammar {
 
 TokenMatcher::TokenMatcher(std::shared_ptr<const TokenGrammar> grammar)
-    : grammar_(std::move(grammar)), matcher_(grammar_->grammar()) {}
+    : grammar_(std::move(grammar)), matcher_(grammar_->graph()) {}
 
-// End tokens end the output whatever their bytes: allowed exactly when it may end.
-size_t TokenMatcher::mask(std::span<float> logits, std::span<const int32_t> end_tokens) {
-  std::vector<std::pair<size_t, float>> ends;
-  for (int32_t t : end_tokens)
-    if (t >= 0 && static_cast<size_t>(t) < logits.size()) ends.emplace_back(static_cast<size_t>(t), logits[t]);
-  const std::shared_ptr<const TokenBits> bits = grammar_->allowed(matcher_);
-  const size_t n = std::min(logits.size(), static_cast<size_t>(grammar_->trie().n_vocab()));
+// One pass over the row, 64 tokens per mask word (whole words copied or cleared). End
+// tokens end the output whatever their bytes: allowed exactly when it may end.
+size_t TokenMatcher::mask(std::span<const float> in, std::span<float> out, std::span<const int32_t> end_tokens) {
+  const std::shared_ptr<const TokenBits> bits = grammar_->allowed(matcher_.state());
+  const size_t n = std::min(in.size(), static_cast<size_t>(grammar_->trie().n_vocab()));
+  std::vector<float> end_logits;  // read before the pass: `out` may be `in`
+  for (int32_t t : end_tokens) end_logits.push_back(t >= 0 && static_cast<size_t>(t) < in.size() ? in[t] : 0.0f);
+  size_t allowed = 0;
   for (size_t w = 0; w * 64 < n; ++w) {
     const uint64_t word = (*bits)[w];
-    if (word == ~uint64_t{0}) continue;
-    const size_t top = std::min<size_t>(64, n - w * 64);
-    for (size_t b = 0; b < top; ++b)
-      if (!((word >> b) & 1)) logits[w * 64 + b] = -INFINITY;
+    const size_t base = w * 64, top = std::min<size_t>(64, n - base);
+    allowed += static_cast<size_t>(std::popcount(word));
+    if (word == ~uint64_t{0} && top == 64) {
+      std::copy_n(in.begin() + static_cast<ptrdiff_t>(base), 64, out.begin() + static_cast<ptrdiff_t>(base));
+    } else if (word == 0) {
+      std::fill_n(out.begin() + static_cast<ptrdiff_t>(base), top, -INFINITY);
+    } else {
+      for (size_t b = 0; b < top; ++b) out[base + b] = ((word >> b) & 1) ? in[base + b] : -INFINITY;
+    }
   }
-  for (size_t t = n; t < logits.size(); ++t) logits[t] = -INFINITY;
-  for (const auto& [t, logit] : ends) logits[t] = matcher_.can_end() ? logit : -INFINITY;
-  size_t allowed = 0;
-  for (size_t w = 0; w * 64 < n; ++w) allowed += static_cast<size_t>(std::popcount((*bits)[w]));
-  for (const auto& [t, logit] : ends) {
-    const bool bit = t < n && (((*bits)[t / 64] >> (t % 64)) & 1);
-    allowed += (matcher_.can_end() ? 1 : 0) - (bit ? 1 : 0);
+  for (size_t t = n; t < out.size(); ++t) out[t] = -INFINITY;
+  const bool end = matcher_.can_end();
+  for (size_t i = 0; i < end_tokens.size(); ++i) {
+    const int32_t t = end_tokens[i];
+    if (t < 0 || static_cast<size_t>(t) >= out.size()) continue;
+    const bool bit = static_cast<size_t>(t) < n && (((*bits)[static_cast<size_t>(t) / 64] >> (t % 64)) & 1);
+    if (bit && !end) --allowed;
+    if (!bit && end) ++allowed;
+    out[t] = end ? end_logits[i] : -INFINITY;
   }
   return allowed;
 }

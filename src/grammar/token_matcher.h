@@ -16,9 +16,10 @@ class TokenMatcher {
  public:
   explicit TokenMatcher(std::shared_ptr<const TokenGrammar> grammar);
 
-  // Sets refused tokens' logits to -inf; returns how many tokens stay allowed (0: the
-  // grammar can make no progress with this vocabulary).
-  size_t mask(std::span<float> logits, std::span<const int32_t> end_tokens);
+  // `out` is `in` with refused tokens' logits at -inf (out may be in); returns how many
+  // tokens stay allowed (0: the grammar can make no progress with this vocabulary).
+  size_t mask(std::span<const float> in, std::span<float> out, std::span<const int32_t> end_tokens);
+  size_t mask(std::span<float> logits, std::span<const int32_t> end_tokens) { return mask(logits, logits, end_tokens); }
   // Whether `token` may come next (end tokens: whether the output may end).
   bool allows(int32_t token, std::span<const int32_t> end_tokens);
   // Takes a token's bytes; false (nothing changes) when the grammar refuses them.
