@@ -266,6 +266,7 @@ class ChatRepl {
 
 int run_chat(CLI::App* cmd, ChatFlags& f) {
   finish_generation_flags(f.gen);
+  grammar_from_flags(f.grammar);  // a bad grammar is refused before the model loads
   LoadedModel m = load_model(model_setup(f.gen));
   std::string warning;
   ChatTemplate chat_template = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning, &m.tokenizer->vocab());

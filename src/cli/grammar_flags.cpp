@@ -14,7 +14,7 @@ void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags) {
                   "constrain the output to JSON matching a schema: a FILE, or the schema itself ({...})");
 }
 
-std::shared_ptr<const grammar::TokenGrammar> grammar_constraint(const GrammarFlags& flags, const Tokenizer& tok) {
+std::shared_ptr<const grammar::Grammar> grammar_from_flags(const GrammarFlags& flags) {
   if (!flags.grammar_file.empty() && !flags.json_schema.empty())
     fail(ErrorKind::InvalidArgument, "give at most one of --grammar and --json-schema");
   std::shared_ptr<const grammar::Grammar> g;
@@ -37,7 +37,16 @@ std::shared_ptr<const grammar::TokenGrammar> grammar_constraint(const GrammarFla
       fail(ErrorKind::InvalidArgument, "{}: {}", source, e.what());
     }
   }
+  return g;
+}
+
+std::shared_ptr<const grammar::TokenGrammar> bind_grammar(const std::shared_ptr<const grammar::Grammar>& g,
+                                                          const Tokenizer& tok) {
   return g ? grammar::token_grammar(g, tok) : nullptr;
+}
+
+std::shared_ptr<const grammar::TokenGrammar> grammar_constraint(const GrammarFlags& flags, const Tokenizer& tok) {
+  return bind_grammar(grammar_from_flags(flags), tok);
 }
 
 }  // namespace ember::cli

@@ -7,7 +7,10 @@
 
 namespace ember {
 class Tokenizer;
-namespace grammar { class TokenGrammar; }
+namespace grammar {
+class TokenGrammar;
+struct Grammar;
+}  // namespace grammar
 }  // namespace ember
 
 namespace ember::cli {
@@ -19,8 +22,14 @@ struct GrammarFlags {
 
 void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags);
 
-// The constraint the flags ask for, bound to the vocabulary; null for none. Throws
-// Error(InvalidArgument) with the one line the CLI prints (file, line and column, keyword).
+// The grammar the flags ask for, compiled (before the model loads, so a bad one costs
+// nothing); null for none. Throws Error(InvalidArgument) with the one line the CLI prints
+// (file, line and column, keyword).
+std::shared_ptr<const grammar::Grammar> grammar_from_flags(const GrammarFlags& flags);
+// The grammar bound to the vocabulary (null stays null).
+std::shared_ptr<const grammar::TokenGrammar> bind_grammar(const std::shared_ptr<const grammar::Grammar>& g,
+                                                          const Tokenizer& tok);
+// Both at once.
 std::shared_ptr<const grammar::TokenGrammar> grammar_constraint(const GrammarFlags& flags, const Tokenizer& tok);
 
 }  // namespace ember::cli

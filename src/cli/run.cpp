@@ -39,6 +39,7 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty())
     fail(ErrorKind::InvalidArgument, "give the prompt with exactly one of -p TEXT or -f FILE");
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
+  const auto constraint = grammar_from_flags(f.grammar);  // --grammar, --json-schema
 
   LoadedModel m = load_model(model_setup(f.gen));
   SamplerChain sampler(sampling_params(f.gen), m.context->n_ctx());
@@ -57,7 +58,7 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   options.max_tokens = f.gen.n_predict;
   options.ignore_eos = f.ignore_eos;
   options.draft = sequence_drafting(f.gen.draft);  // --draft / --draft-ngram: speculative decoding
-  options.grammar = grammar_constraint(f.grammar, *m.tokenizer);
+  options.grammar = bind_grammar(constraint, *m.tokenizer);
   const auto on_text = [&](std::string_view piece) {
     if (!stream) return;
     std::fwrite(piece.data(), 1, piece.size(), stdout);

@@ -7,6 +7,7 @@
 namespace ember {
 namespace {
 
+// Errors name the top-level field (the API's `param`), then where inside it.
 std::shared_ptr<const grammar::Grammar> compile(const std::string& gbnf, const char* field) {
   try {
     return grammar::compiled_grammar(gbnf);
@@ -15,11 +16,11 @@ std::shared_ptr<const grammar::Grammar> compile(const std::string& gbnf, const c
   }
 }
 
-std::shared_ptr<const grammar::Grammar> schema_field(const json::Value& schema, const char* field) {
+std::shared_ptr<const grammar::Grammar> schema_field(const json::Value& schema, const char* field, const char* inside = "") {
   try {
     return json_schema_constraint(schema);
   } catch (const Error& e) {
-    fail(ErrorKind::InvalidArgument, "field '{}': {}", field, e.what());
+    fail(ErrorKind::InvalidArgument, "field '{}'{}: {}", field, inside, e.what());
   }
 }
 
@@ -30,21 +31,21 @@ std::shared_ptr<const grammar::Grammar> response_format(const json::Value& v) {
   const std::string& t = json::as_string(*type);
   if (t == "text") return nullptr;
   if (t == "json_object") {
-    if (const json::Value* schema = json::find(v, "schema")) return schema_field(*schema, "response_format.schema");
+    if (const json::Value* schema = json::find(v, "schema")) return schema_field(*schema, "response_format", " (schema)");
     return compile(grammar::json_object_gbnf(), "response_format");
   }
   if (t != "json_schema")
     fail(ErrorKind::InvalidArgument, "field 'response_format': type '{}' is not one of text, json_object, json_schema", t);
-  if (const json::Value* schema = json::find(v, "schema")) return schema_field(*schema, "response_format.schema");
+  if (const json::Value* schema = json::find(v, "schema")) return schema_field(*schema, "response_format", " (schema)");
   const json::Value* js = json::find(v, "json_schema");
   if (!js || !js->is_object())
-    fail(ErrorKind::InvalidArgument, "field 'response_format.json_schema' must be an object with a 'schema'");
+    fail(ErrorKind::InvalidArgument, "field 'response_format': json_schema must be an object with a 'schema'");
   if (const json::Value* strict = json::find(*js, "strict"); strict && !strict->is_null() && !strict->is_boolean())
-    fail(ErrorKind::InvalidArgument, "field 'response_format.json_schema.strict' must be a boolean");
+    fail(ErrorKind::InvalidArgument, "field 'response_format': json_schema.strict must be a boolean");
   const json::Value* schema = json::find(*js, "schema");
   // OpenAI allows leaving the schema out; any JSON object is then what json_object gives.
   if (!schema || schema->is_null()) return compile(grammar::json_object_gbnf(), "response_format");
-  return schema_field(*schema, "response_format.json_schema.schema");
+  return schema_field(*schema, "response_format", " (json_schema.schema)");
 }
 
 }  // namespace
