@@ -7,8 +7,9 @@
 namespace ember::grammar {
 
 uint32_t Pushdown::frame(uint32_t pos, uint32_t parent) {
-  frames_.push_back(Frame{pos, parent});
-  return static_cast<uint32_t>(frames_.size() - 1);
+  const auto [it, added] = index_.try_emplace((uint64_t{pos} << 32) | parent, static_cast<uint32_t>(frames_.size()));
+  if (added) frames_.push_back(Frame{pos, parent});
+  return it->second;
 }
 
 // The grammar has no left recursion (grammar_checks.h), so this terminates. A reference in
@@ -18,11 +19,12 @@ bool Pushdown::close(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, 
   const Element e = g_->elements[pos];
   switch (e.kind) {
     case ElementKind::Bytes: {
+      const uint32_t f = frame(pos, parent);
       for (size_t i = first; i < out.size(); ++i)  // the same stack reached twice
-        if (frames_[out[i]].pos == pos && frames_[out[i]].parent == parent) return false;
+        if (out[i] == f) return false;
       if (out.size() - first >= kMaxStacks)
         fail(ErrorKind::InvalidArgument, "grammar: more than {} parses at once (too ambiguous)", kMaxStacks);
-      out.push_back(frame(pos, parent));
+      out.push_back(f);
       return false;
     }
     case ElementKind::Rule: {
@@ -61,20 +63,9 @@ bool Pushdown::advance(const std::vector<uint32_t>& in, size_t begin, size_t end
 }
 
 std::string Pushdown::key(std::span<const uint32_t> stacks) const {
-  std::vector<std::string> parts;
-  for (uint32_t s : stacks) {
-    std::string part;
-    for (uint32_t f = s; f != kNoFrame; f = frames_[f].parent)
-      part.append(reinterpret_cast<const char*>(&frames_[f].pos), sizeof(uint32_t));
-    parts.push_back(std::move(part));
-  }
-  std::sort(parts.begin(), parts.end());
-  std::string k;
-  for (const std::string& p : parts) {
-    k += p;
-    k.append(4, '\xff');
-  }
-  return k;
+  std::vector<uint32_t> ids(stacks.begin(), stacks.end());
+  std::sort(ids.begin(), ids.end());
+  return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(uint32_t));
 }
 
 }  // namespace ember::grammar

@@ -1,13 +1,15 @@
 // The byte-level pushdown automaton under the matcher and the token mask. A parse in
 // progress is a stack of frames, each a position in the grammar's elements; its top frame
-// always points at a byte set (the next byte it needs). The matcher holds every stack the
+// always points at a byte set (the next byte it needs). A state holds every stack the
 // input so far allows (an ambiguous grammar gives several). Frames live in an arena and
-// point to their parent, so stacks share their bottoms; the arena only grows, and is cut
-// back to a mark to undo (rollback, and the trie walk's backtracking).
+// point to their parent, so stacks share their bottoms; they are hash-consed (one frame per
+// (position, parent)), so equal stacks are the same frame id and a set of stacks is named
+// by its sorted ids.
 #pragma once
 #include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "grammar/grammar.h"
@@ -39,10 +41,8 @@ class Pushdown {
                std::vector<uint32_t>& out);
 
   size_t arena_size() const { return frames_.size(); }
-  void cut_arena(size_t size) { frames_.resize(size); }
 
-  // A canonical description of a set of stacks (positions from top to bottom, stacks
-  // sorted), equal for equal states whatever their frames' places in the arena.
+  // A canonical name of a set of stacks (their sorted frame ids), equal for equal sets.
   std::string key(std::span<const uint32_t> stacks) const;
   const Grammar& grammar() const { return *g_; }
   bool needs(uint32_t stack, uint8_t byte) const {
@@ -56,6 +56,7 @@ class Pushdown {
 
   const Grammar* g_;
   std::vector<Frame> frames_;
+  std::unordered_map<uint64_t, uint32_t> index_;  // (pos, parent) -> frame id
 };
 
 }  // namespace ember::grammar
