@@ -3,6 +3,7 @@
 // bad values are errors naming them; the tool-call grammar wraps the arguments' schema.
 #include <doctest/doctest.h>
 
+#include "engine/output_constraint.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
@@ -133,4 +134,19 @@ TEST_CASE("a tool call's arguments follow the tool's schema") {
   CHECK_FALSE(matches(g, "<tool_call>{\"name\":\"other\",\"arguments\":{}}</tool_call>"));
   auto parallel = from_gbnf(tool_call_gbnf(std::span(tools).subspan(1), true));
   CHECK(matches(parallel, "<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>\n<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>"));
+}
+
+TEST_CASE("the forced tool-call constraint compiles for the request, errors name 'tools'") {
+  const ToolSchema ok[] = {{"f", json::parse(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})", "t")}};
+  auto g = tool_call_constraint(ok, false);
+  Matcher m(g);
+  CHECK(m.accept("<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"));
+  CHECK(m.can_end());
+  const ToolSchema bad[] = {{"f", json::parse(R"({"type":"object","properties":{"a":{"type":"integer","minimum":1}}})", "t")}};
+  try {
+    tool_call_constraint(bad, false);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "field 'tools': json schema: unsupported keyword 'minimum' at /properties/a");
+  }
 }

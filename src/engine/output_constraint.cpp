@@ -55,6 +55,16 @@ std::shared_ptr<const grammar::Grammar> json_schema_constraint(const json::Value
   return grammar::compiled_grammar(any ? grammar::json_object_gbnf() : grammar::json_schema_to_gbnf(schema));
 }
 
+std::shared_ptr<const grammar::Grammar> tool_call_constraint(std::span<const grammar::ToolSchema> tools, bool parallel) {
+  std::string gbnf;
+  try {
+    gbnf = grammar::tool_call_gbnf(tools, parallel);
+  } catch (const Error& e) {
+    fail(ErrorKind::InvalidArgument, "field 'tools': {}", e.what());
+  }
+  return compile(gbnf, "tools");
+}
+
 std::shared_ptr<const grammar::Grammar> output_constraint(const json::Value& body) {
   std::shared_ptr<const grammar::Grammar> out;
   int given = 0;
