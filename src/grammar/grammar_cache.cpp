@@ -10,7 +10,7 @@
 namespace ember::grammar {
 namespace {
 
-constexpr size_t kKept = 32;
+constexpr size_t kKept = 16;  // each may hold up to 32 MiB of states and 32 MiB of masks
 
 struct Entry {
   std::string text;
@@ -43,7 +43,12 @@ std::shared_ptr<const Grammar> compiled_grammar(const std::string& gbnf) {
 std::shared_ptr<const TokenGrammar> token_grammar(const std::shared_ptr<const Grammar>& grammar, const Tokenizer& tok) {
   std::lock_guard lock(mutex);
   auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.grammar == grammar; });
-  if (it != entries.end() && it->vocab == &tok.vocab() && it->bound) return it->bound;
+  // A graph near its state bound is left to the requests using it; new ones start afresh.
+  auto roomy = [](const TokenGrammar& g) {
+    const auto graph_lock = g.graph()->lock();
+    return g.graph()->size() < StateGraph::kMaxStates / 2;
+  };
+  if (it != entries.end() && it->vocab == &tok.vocab() && it->bound && roomy(*it->bound)) return it->bound;
   auto bound = std::make_shared<const TokenGrammar>(grammar, TokenTrie::of(tok));
   if (it != entries.end()) {
     it->vocab = &tok.vocab();

@@ -22,7 +22,7 @@ class StateGraph {
   static constexpr int32_t kDead = -1;
   // States at most (each holds a 256-entry transition row): an output nested deeper than
   // this allows is refused with Error(InvalidArgument).
-  static constexpr size_t kMaxStates = size_t{1} << 16;
+  static constexpr size_t kMaxStates = size_t{1} << 15;
 
   explicit StateGraph(std::shared_ptr<const Grammar> grammar);
 

@@ -35,7 +35,7 @@ class TokenGrammar {
   size_t cached_masks() const;
 
  private:
-  static constexpr size_t kMaxCachedBytes = size_t{64} << 20;  // per grammar
+  static constexpr size_t kMaxCachedBytes = size_t{32} << 20;  // per grammar (masks beyond it are walked each time)
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
   std::shared_ptr<StateGraph> graph_;
