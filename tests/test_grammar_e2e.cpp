@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <optional>
 
 #include "convert_test_util.h"
 #include "engine/scheduler.h"
@@ -68,16 +69,21 @@ const char* kSchema = R"({"type":"object","properties":{
 struct Outputs {
   std::map<int, std::vector<int32_t>> tokens;
   std::map<int, FinishReason> reasons;
+  SchedulerStats stats;
 };
 
+// With draft.model, the model drafts for itself from a second context.
 Outputs run(const std::vector<SequenceRequest>& reqs, int n_par, const SequenceDrafting& draft = {}) {
   SynthGpt2& m = synth_gpt2();
   ThreadPool pool(2);
   ContextOptions o = options(n_par);
   o.n_ctx = 512;
   Context ctx(*m.model, o, pool);
+  std::optional<Context> draft_ctx;
+  SchedulerOptions so{n_par, 0};
+  if (draft.model) so.draft = &draft_ctx.emplace(*m.model, o, pool);
   Outputs out;
-  Scheduler sched(ctx, SchedulerOptions{n_par, 0},
+  Scheduler sched(ctx, so,
                   Scheduler::Events{[&](int id, int32_t t) { out.tokens[id].push_back(t); },
                                     [&](int id, const SequenceEnd& e) { out.reasons[id] = e.reason; }});
   for (SequenceRequest r : reqs) {
@@ -85,6 +91,7 @@ Outputs run(const std::vector<SequenceRequest>& reqs, int n_par, const SequenceD
     sched.submit(std::move(r));
   }
   sched.run();
+  out.stats = sched.stats();
   return out;
 }
 
@@ -160,6 +167,29 @@ TEST_CASE("greedy constrained output is the same with n-gram drafting") {
   d.fixed = true;
   const Outputs drafted = run(reqs, 3, d);
   for (int i = 0; i < 3; ++i) CHECK(plain.tokens.at(i) == drafted.tokens.at(i));
+  CHECK(drafted.stats.accepted_tokens > 0);
+}
+
+TEST_CASE("with a draft model: greedy output unchanged, sampled output in the language") {
+  SynthGpt2& m = synth_gpt2();
+  const std::string gbnf = grammar::json_schema_to_gbnf(json::parse(kSchema, "schema"));
+  SequenceDrafting d;
+  d.model = true;
+  d.max = 3;
+  d.fixed = true;
+  const std::vector<SequenceRequest> greedy = requests(gbnf, 2, 0.0f);
+  const Outputs plain = run(greedy, 2), drafted = run(greedy, 2, d);
+  for (int i = 0; i < 2; ++i) CHECK(plain.tokens.at(i) == drafted.tokens.at(i));
+  CHECK(drafted.stats.accepted_tokens > 0);
+  const Outputs sampled = run(requests(gbnf, 6, 1.0f), 3, d);
+  auto g = grammar::compiled_grammar(gbnf);
+  for (const auto& [id, tokens] : sampled.tokens) {
+    const std::string text = m.tok->decode(tokens);
+    CAPTURE(text);
+    grammar::Matcher matcher(g);
+    CHECK(matcher.accept(text));
+    CHECK(matcher.can_end());
+  }
 }
 
 TEST_CASE("a grammar the vocabulary cannot follow ends with its finish reason") {
