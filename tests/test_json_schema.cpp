@@ -110,6 +110,8 @@ TEST_CASE("patterns and formats") {
   CHECK(matches(schema(R"({"type":"string","format":"uuid"})"), "\"123e4567-e89b-12d3-a456-426614174000\""));
   CHECK(error_of(R"({"type":"string","pattern":"(?=a)b"})").find("lookaround") != std::string::npos);
   CHECK(error_of(R"({"type":"string","pattern":"(a)\\1"})").find("escape \\1") != std::string::npos);
+  // Found by fuzz_json_schema: a brace that is not a {m,n} must not reach the grammar text.
+  CHECK(error_of(R"({"type":"string","pattern":"[5-9]{5@(-\\d{4)}?"})").find("malformed {m,n}") != std::string::npos);
 }
 
 TEST_CASE("unsupported keywords and bad values are named") {

@@ -93,6 +93,13 @@ class PatternTranslator {
     } else if (c == '{' && peek(1) >= '0' && peek(1) <= '9') {
       const size_t close = p_.find('}', i_);
       if (close == std::string_view::npos) unsupported("an unclosed '{'");
+      const std::string_view inner = p_.substr(i_ + 1, close - i_ - 1);  // m, m, or m,n: digits only
+      const size_t comma = inner.find(',');
+      auto digits = [](std::string_view d) { return !d.empty() && d.size() <= 5 && d.find_first_not_of("0123456789") == d.npos; };
+      const bool ok = comma == inner.npos ? digits(inner)
+                                          : digits(inner.substr(0, comma)) &&
+                                                (comma + 1 == inner.size() || digits(inner.substr(comma + 1)));
+      if (!ok) unsupported("a malformed {m,n}");
       q = std::string(p_.substr(i_, close - i_ + 1));
       i_ = close + 1;
     } else {
