@@ -25,7 +25,7 @@ struct Frame {
 
 // More stacks than this at once means a grammar too ambiguous to follow: an error, not a
 // slowdown without end.
-inline constexpr size_t kMaxStacks = 4096;
+inline constexpr size_t kMaxStacks = 512;
 
 class Pushdown {
  public:
