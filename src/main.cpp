@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   ember::cli::add_perplexity(app);
   ember::cli::add_bench(app);
   ember::cli::add_bench_ops(app);
+  ember::cli::add_bench_grammar(app);
   ember::cli::add_convert(app);
   ember::cli::add_quantize(app);
   ember::cli::add_synth(app);

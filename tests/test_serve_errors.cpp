@@ -63,6 +63,12 @@ TEST_CASE("malformed requests get 400 naming the field, and the server keeps ser
       {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages"},
       {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]})", "tools"},
       {"/v1/chat/completions", R"({"prompt": "x"})", "messages"},
+      {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}})", "response_format"},
+      {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+          "json_schema": {"name": "n", "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}}}})", "response_format"},
+      {"/v1/completions", R"({"prompt": "a", "json_schema": {"not": {}}})", "json_schema"},
+      {"/v1/completions", R"({"prompt": "a", "grammar": "root ::= (\"a\"\n"})", "grammar"},
+      {"/v1/completions", R"({"prompt": "a", "grammar": "root ::= \"a\"", "json_schema": {}})", ""},
       {"/tokenize", R"({"content": 5})", "content"},
       {"/detokenize", R"({"tokens": [1, 99999]})", "tokens"},
       {"/detokenize", R"({"tokens": [-1]})", "tokens"},
@@ -73,6 +79,7 @@ TEST_CASE("malformed requests get 400 naming the field, and the server keeps ser
     const json::Value e = error_of(post(server, c.path, c.body), 400);
     CHECK(e.at("type").get<std::string>() == "invalid_request_error");
     if (*c.param) {
+      INFO(e.dump());
       REQUIRE(e.at("param").is_string());
       CHECK(e.at("param").get<std::string>() == c.param);
     }

@@ -24,6 +24,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/grammar_flags.h"
 #include "engine/conversation.h"
 #include "engine/draft/draft_setup.h"
 #include "sampling/sampler_chain.h"
@@ -42,6 +43,7 @@ struct ChatFlags {
   std::string system;
   std::string chat_template;
   bool ignore_eos = false;
+  GrammarFlags grammar;  // --grammar, --json-schema: every reply constrained
 };
 
 constexpr const char* kHelp =
@@ -77,6 +79,7 @@ class ChatRepl {
     options_.max_tokens = flags.gen.n_predict;
     options_.ignore_eos = flags.ignore_eos;
     options_.draft = sequence_drafting(flags.gen.draft);
+    options_.grammar = grammar_constraint(flags.grammar, *m.tokenizer);
   }
 
   int loop() {
@@ -263,6 +266,7 @@ class ChatRepl {
 
 int run_chat(CLI::App* cmd, ChatFlags& f) {
   finish_generation_flags(f.gen);
+  grammar_from_flags(f.grammar);  // a bad grammar is refused before the model loads
   LoadedModel m = load_model(model_setup(f.gen));
   std::string warning;
   ChatTemplate chat_template = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning, &m.tokenizer->vocab());
@@ -293,6 +297,7 @@ void add_chat(CLI::App& app) {
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "never stop at end-of-generation tokens (tests, benchmarks)");
   add_sampling_flags(cmd, flags->gen);
   add_draft_flags(cmd, flags->gen);
+  add_grammar_flags(cmd, flags->grammar);
   cmd->callback([cmd, flags] { set_exit_code(guarded("chat", [&] { return run_chat(cmd, *flags); })); });
 }
 

@@ -24,6 +24,7 @@ void add_chat(CLI::App& app);
 void add_perplexity(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_bench_ops(CLI::App& app);
+void add_bench_grammar(CLI::App& app);
 void add_convert(CLI::App& app);
 void add_quantize(CLI::App& app);
 void add_synth(CLI::App& app);

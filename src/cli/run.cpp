@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
+#include "cli/grammar_flags.h"
 #include "engine/session.h"
 #include "sampling/sampler_chain.h"
 #include "util/error.h"
@@ -30,6 +31,7 @@ struct RunFlags {
   bool no_echo = false;
   bool json = false;
   bool ignore_eos = false;
+  GrammarFlags grammar;
 };
 
 int run_generation(CLI::App* cmd, RunFlags& f) {
@@ -37,6 +39,7 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   if (f.prompt.empty() == f.prompt_file.empty())
     fail(ErrorKind::InvalidArgument, "give the prompt with exactly one of -p TEXT or -f FILE");
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
+  const auto constraint = grammar_from_flags(f.grammar);  // --grammar, --json-schema
 
   LoadedModel m = load_model(model_setup(f.gen));
   SamplerChain sampler(sampling_params(f.gen), m.context->n_ctx());
@@ -55,6 +58,7 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   options.max_tokens = f.gen.n_predict;
   options.ignore_eos = f.ignore_eos;
   options.draft = sequence_drafting(f.gen.draft);  // --draft / --draft-ngram: speculative decoding
+  options.grammar = bind_grammar(constraint, *m.tokenizer);
   const auto on_text = [&](std::string_view piece) {
     if (!stream) return;
     std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -72,6 +76,8 @@ int run_generation(CLI::App* cmd, RunFlags& f) {
   if (result.stats.stop == StopReason::ContextFull)
     fmt::print(stderr, "\ncontext full ({} tokens): generation stopped; --context-shift drops old tokens instead, "
                "-c raises the size\n", result.stats.n_ctx);
+  if (result.stats.stop == StopReason::GrammarDeadEnd)
+    fmt::print(stderr, "\nthe grammar allows no token of this vocabulary here: generation stopped\n");
   if (result.stats.shifted_tokens > 0)
     fmt::print(stderr, "\ncontext shifted: {} old tokens were dropped ({})\n", result.stats.shifted_tokens,
                describe_context_policy(m.context->options()));
@@ -98,6 +104,7 @@ void add_run(CLI::App& app) {
       ->capture_default_str();
   add_sampling_flags(cmd, flags->gen);
   add_draft_flags(cmd, flags->gen);
+  add_grammar_flags(cmd, flags->grammar);
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "never stop at end-of-generation tokens (benchmarks, tests)");
   cmd->add_flag("--no-echo", flags->no_echo, "print only the continuation, not the prompt");
   cmd->add_flag("--json", flags->json, "print one JSON record (text and statistics) instead of streaming");

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/output_constraint.h"
+#include "grammar/grammar_cache.h"
 #include "template/chat_prompt.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -106,6 +108,7 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
     if (!v->is_boolean()) fail(ErrorKind::InvalidArgument, "field 'ignore_eos' must be a boolean");
     r.ignore_eos = json::as_bool(*v);
   }
+  r.grammar = output_constraint(body);
   validate(s);
   return r;
 }
@@ -118,6 +121,7 @@ SequenceRequest sequence_request(const CompletionRequest& request, const Tokeniz
   if (!request.ignore_eos) s.stop_tokens = tok.eog_ids();
   s.stop_strings = request.stop;
   s.top_logprobs = request.top_logprobs;
+  if (request.grammar) s.grammar = grammar::token_grammar(request.grammar, tok);
   return s;
 }
 

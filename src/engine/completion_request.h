@@ -8,8 +8,10 @@
 //   n                                     1 only
 //   logprobs                              chat: true/false (with top_logprobs 0..20); prompt: 0..5 alternatives
 //   ignore_eos                            (llama.cpp, vLLM) generate past end-of-generation tokens
+//   response_format, json_schema, grammar the output constrained to a grammar (output_constraint.h)
 // Other fields (model, stream, user ...) are left to the caller.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@ namespace ember {
 
 class ChatTemplate;
 class Tokenizer;
+namespace grammar { struct Grammar; }
 
 struct CompletionRequest {
   std::string prompt;               // the text to tokenize (chat: rendered by the template)
@@ -30,6 +33,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   int top_logprobs = -1;            // >= 0: report log-probabilities with this many alternatives
   bool ignore_eos = false;
+  std::shared_ptr<const grammar::Grammar> grammar;  // the output must match it (null: free)
 };
 
 struct CompletionDefaults {

@@ -13,6 +13,7 @@ const char* stop_reason_name(StopReason reason) {
     case StopReason::TokenLimit: return "limit";
     case StopReason::ContextFull: return "context-full";
     case StopReason::Interrupted: return "interrupted";
+    case StopReason::GrammarDeadEnd: return "grammar-dead-end";
   }
   return "?";
 }

@@ -19,8 +19,10 @@ enum class StopReason {
   TokenLimit,       // -n tokens were generated
   ContextFull,      // the context filled and its policy is to stop
   Interrupted,      // Ctrl-C
+  GrammarDeadEnd,   // the grammar allows no token of the vocabulary from here
 };
-const char* stop_reason_name(StopReason reason);  // "eog", "limit", "context-full", "interrupted"
+// "eog", "limit", "context-full", "interrupted", "grammar-dead-end"
+const char* stop_reason_name(StopReason reason);
 
 struct GenerationStats {
   int prompt_tokens = 0;     // tokens of the request's prompt

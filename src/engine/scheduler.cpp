@@ -17,6 +17,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::Length:
     case FinishReason::ContextFull: return "length";
     case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::GrammarDeadEnd: return "grammar";
   }
   return "?";
 }
@@ -280,12 +281,30 @@ std::span<const float> Scheduler::masked(const Sequence& s, std::span<const floa
   return masked_;
 }
 
+// A row (already masked()) with the grammar's mask on top, for the sequence's state now;
+// empty when the grammar allows no token.
+std::span<const float> Scheduler::constrained(Sequence& s, std::span<const float> row) {
+  if (!s.matcher) return row;
+  constrained_.resize(row.size());
+  try {
+    if (s.matcher->mask(row, constrained_, s.stop_tokens()) == 0) return {};
+  } catch (const Error&) {  // too ambiguous or too deep to follow: it ends like a dead end
+    return {};
+  }
+  return constrained_;
+}
+
 void Scheduler::sample(Sequence& s, std::span<const float> logits) {
   if (s.max_tokens == 0) {  // the prompt only (-n 0)
     finish(s, FinishReason::Length);
     return;
   }
-  const int32_t token = s.sampler().sample(masked(s, logits));
+  const std::span<const float> row = constrained(s, masked(s, logits));
+  if (row.empty()) {
+    finish(s, FinishReason::GrammarDeadEnd);
+    return;
+  }
+  const int32_t token = s.sampler().sample(row);
   if (s.guess >= 0) s.gate.record(token == s.guess);
   s.guess = -1;
   emit(s, token, logits);

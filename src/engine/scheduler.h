@@ -53,6 +53,7 @@ namespace ember {
 class BatchDraft;
 class Sequence;
 class Tokenizer;
+namespace grammar { class TokenGrammar; }
 
 // Prompt-lookup drafting for one sequence: propose up to `max` tokens that followed the last
 // n tokens (n <= ngram) earlier in its own tokens. ngram 0: no drafting. Drafts cost rows of
@@ -91,6 +92,9 @@ struct SequenceRequest {
   // is not decoded again (a chat's earlier turns).
   uint64_t cache_key = 0;
   bool resume = false;
+  // Constrained decoding: every generated token keeps the output in this grammar's
+  // language, and the stop tokens come only where it may end (grammar/token_matcher.h).
+  std::shared_ptr<const grammar::TokenGrammar> grammar;
 };
 
 // A generated token's log-probability under the model (its logits before sampling), with
@@ -117,10 +121,12 @@ void check_prompt_fits(size_t n_tokens, int n_ctx);
 // `token`'s log-probability in a logits row and the n_top likeliest (ties: lower id first).
 TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int n_top);
 
-// Stop: a stop token or stop string; Length: max_tokens; ContextFull: the context holds no
-// more (or the KV pool, for a sequence alone); Cancelled: cancel().
-enum class FinishReason { Stop, Length, ContextFull, Cancelled };
-const char* finish_reason_name(FinishReason r);  // "stop", "length" (Length, ContextFull), "cancelled"
+// Stop: a stop token or stop string (or a grammar's complete output); Length: max_tokens;
+// ContextFull: the context holds no more (or the KV pool, for a sequence alone); Cancelled:
+// cancel(); GrammarDeadEnd: the grammar allows no token of the vocabulary from here.
+enum class FinishReason { Stop, Length, ContextFull, Cancelled, GrammarDeadEnd };
+// "stop", "length" (Length, ContextFull), "cancelled", "grammar"
+const char* finish_reason_name(FinishReason r);
 
 // How a sequence ended, with what happened to its KV cache.
 struct SequenceEnd {
@@ -218,9 +224,11 @@ class Scheduler {
   void finish(Sequence& s, FinishReason reason);
   void take_outputs(const std::vector<Chunk>& plan, std::span<const float> logits);
   std::span<const float> masked(const Sequence& s, std::span<const float> rows);
+  std::span<const float> constrained(Sequence& s, std::span<const float> row);
   void sample(Sequence& s, std::span<const float> logits);
   bool emit(Sequence& s, int32_t token, std::span<const float> logits);
   void verify(Sequence& s, int k, std::span<const float> rows);
+  void dead_end(Sequence& s);
   void roll_back_to(Sequence& s, int n_tokens);
   bool cancelled(int id) const;
   // Parked caches (scheduler_parking.cpp).
@@ -242,6 +250,7 @@ class Scheduler {
   std::vector<int> need_;                            // per slot: tokens planned this step
   std::vector<float> q_dense_;                       // verify_draft's scratch
   std::vector<float> masked_;                        // logits rows with banned tokens masked
+  std::vector<float> constrained_;                   // a logits row with the grammar's mask
   int max_rows_ = 1;                                 // rows of one sequence in a step, drafts included
   Batch batch_;
   std::unique_ptr<BatchDraft> draft_;                // the draft model's side (null: none)

@@ -58,6 +58,7 @@ void Scheduler::plan_drafts(std::vector<Chunk>& decodes, int& budget) {
     }
     if (k == 0) continue;
     s.draft->propose(s.tokens, k, ctx_.n_vocab(), s.proposal);
+    s.trim_to_grammar(s.proposal);
     c.drafted = static_cast<int>(s.proposal.tokens.size());
     need_[s.slot] = 1 + c.drafted;
     budget -= c.drafted;
@@ -91,6 +92,7 @@ void Scheduler::draft_with_model(std::vector<Chunk>& plan) {
     if (!s.model_draft || !s.draft_chain) continue;
     s.draft_rng = s.draft_chain->rng();
     s.draft_chain.reset();
+    if (!s.model_guess) s.trim_to_grammar(s.proposal);
     const std::vector<int32_t>& drafted = s.proposal.tokens;
     if (s.model_guess) s.guess = drafted.empty() ? -1 : drafted[0];
     else c.drafted = static_cast<int>(drafted.size());
@@ -103,10 +105,19 @@ void Scheduler::draft_with_model(std::vector<Chunk>& plan) {
 // it did not keep, leaving the sequence as plain decoding would. A token that ends the
 // sequence ends it there; a cancel from an event stops it at once (plain decoding would emit
 // nothing more before the next step retires it).
+// The grammar allows no token after the accepted drafts: the cache goes back to the tokens
+// and the sequence ends.
+void Scheduler::dead_end(Sequence& s) {
+  roll_back_to(s, static_cast<int>(s.tokens.size()));
+  finish(s, FinishReason::GrammarDeadEnd);
+}
+
 void Scheduler::verify(Sequence& s, int k, std::span<const float> raw_rows) {
   const std::span<const float> rows = masked(s, raw_rows);
   const size_t n_vocab = q_dense_.size();
-  auto row = [&](int i) { return rows.subspan(static_cast<size_t>(i) * n_vocab, n_vocab); };
+  // Row i under the grammar's mask for the state after drafts 0..i-1, which are accepted
+  // (and taken by the matcher) by the time it is read.
+  auto row = [&](int i) { return constrained(s, rows.subspan(static_cast<size_t>(i) * n_vocab, n_vocab)); };
   auto raw = [&](int i) { return raw_rows.subspan(static_cast<size_t>(i) * n_vocab, n_vocab); };
   s.n_computed += 1 + k;  // the last token and every draft
   stats_.drafted_tokens += k;
@@ -114,7 +125,9 @@ void Scheduler::verify(Sequence& s, int k, std::span<const float> raw_rows) {
   int i = 0;
   std::optional<int32_t> next;
   for (; i < k; ++i) {
-    const DraftVerdict v = verify_draft(sampler, row(i), s.proposal, static_cast<size_t>(i), q_dense_);
+    const std::span<const float> target = row(i);
+    if (target.empty()) return dead_end(s);
+    const DraftVerdict v = verify_draft(sampler, target, s.proposal, static_cast<size_t>(i), q_dense_);
     s.gate.record(v.accepted);
     if (!v.accepted) {
       next = v.token;
@@ -128,7 +141,11 @@ void Scheduler::verify(Sequence& s, int k, std::span<const float> raw_rows) {
       return;
     }
   }
-  if (!next) next = sampler.draw(sampler.apply(row(k)));
+  if (!next) {
+    const std::span<const float> target = row(k);
+    if (target.empty()) return dead_end(s);
+    next = sampler.draw(sampler.apply(target));
+  }
   sampler.accept(*next);
   roll_back_to(s, static_cast<int>(s.tokens.size()));  // what plain decoding holds before `next`
   emit(s, *next, raw(i));

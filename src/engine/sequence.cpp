@@ -4,6 +4,7 @@
 
 #include "engine/draft/draft_draw.h"
 #include "engine/draft/ngram_draft.h"
+#include "util/error.h"
 
 namespace ember {
 
@@ -54,6 +55,7 @@ Sequence::Sequence(int id_, SequenceRequest&& r, int n_ctx, const Tokenizer* tok
   const bool borrowed = r.sampler != nullptr;
   draft_rng = draft_stream(borrowed && r.draft.model ? sampler_->rng().next_u64() : sampler_->seed());
   if (r.draft.ngram > 0) draft = std::make_unique<NgramDraft>(r.draft.ngram);
+  if (r.grammar) matcher = std::make_unique<grammar::TokenMatcher>(std::move(r.grammar));
   if (tok) text_.emplace(*tok, std::move(r.stop_strings));
 }
 
@@ -63,6 +65,8 @@ TakenToken Sequence::take(int32_t token) {
     out.end = FinishReason::Stop;
     return out;
   }
+  // The sampler drew from the grammar's mask, and drafts were checked against it.
+  if (matcher && !matcher->accept(token)) fail(ErrorKind::Internal, "token {} is outside the grammar", token);
   out.kept = true;
   tokens.push_back(token);
   n_generated += 1;
@@ -70,9 +74,32 @@ TakenToken Sequence::take(int32_t token) {
   // The KV cache must hold every token but this last one for another step.
   const bool context_full = !shifts && tokens.size() > static_cast<size_t>(n_ctx_);
   if (text_ && text_->stopped()) out.end = FinishReason::Stop;
+  else if (matcher && matcher->finished()) out.end = FinishReason::Stop;  // nothing may follow
   else if (max_tokens >= 0 && n_generated >= max_tokens) out.end = FinishReason::Length;
   else if (context_full) out.end = FinishReason::ContextFull;
   return out;
+}
+
+void Sequence::trim_to_grammar(DraftProposal& p) {
+  if (!matcher) return;
+  size_t kept = 0, taken = 0;
+  for (; kept < p.tokens.size(); ++kept) {
+    const int32_t t = p.tokens[kept];
+    if (std::find(stop_.begin(), stop_.end(), t) != stop_.end()) {  // ends the output here
+      if (matcher->can_end()) ++kept;
+      break;
+    }
+    bool ok = false;
+    try {
+      ok = matcher->accept(t);
+    } catch (const Error&) {  // past the grammar's bounds: the mask will end the sequence
+    }
+    if (!ok) break;
+    ++taken;
+  }
+  matcher->rollback(taken);
+  p.tokens.resize(kept);
+  if (p.q.size() > kept) p.q.resize(kept);
 }
 
 void Sequence::follow_shift(int n_keep, int n_dropped) {

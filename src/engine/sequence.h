@@ -13,6 +13,7 @@
 #include "engine/draft/draft_source.h"
 #include "engine/scheduler.h"
 #include "engine/stop_strings.h"
+#include "grammar/token_matcher.h"
 #include "sampling/sampler_chain.h"
 
 namespace ember {
@@ -59,6 +60,9 @@ class Sequence {
   int remaining() const { return static_cast<int>(tokens.size()) - n_computed; }
   bool decoding() const { return n_generated > 0 && remaining() == 1; }
   bool drafting() const { return draft || model_draft; }
+  // Cuts drafted tokens at the first one the grammar refuses (each tried on the matcher,
+  // which is then rolled back): a draft that leaves the language costs no rows.
+  void trim_to_grammar(DraftProposal& p);
 
   int id;
   int slot = -1;
@@ -83,6 +87,7 @@ class Sequence {
   bool model_guess = false;            // the gate drafts nothing: the draft model's first token is the guess
   Rng draft_rng;                       // the draft model's own stream for this sequence
   std::optional<SamplerChain> draft_chain;  // this step's: the sampler's settings and window, draft_rng
+  std::unique_ptr<grammar::TokenMatcher> matcher;  // constrained decoding (null: none)
 
  private:
   int n_ctx_;

@@ -24,6 +24,7 @@ StopReason stop_reason(FinishReason r) {
     case FinishReason::Length: return StopReason::TokenLimit;
     case FinishReason::ContextFull: return StopReason::ContextFull;
     case FinishReason::Cancelled: return StopReason::Interrupted;
+    case FinishReason::GrammarDeadEnd: return StopReason::GrammarDeadEnd;
   }
   return StopReason::Interrupted;
 }
@@ -87,6 +88,7 @@ SequenceRequest Session::request(std::span<const int32_t> prompt, const Generate
   (options.ignore_eos ? r.banned_tokens : r.stop_tokens) = tok_.eog_ids();
   r.stop_strings = options.stop_strings;
   r.draft = options.draft;
+  r.grammar = options.grammar;
   r.may_fill_context = true;
   r.cache_key = kConversation;
   r.resume = true;

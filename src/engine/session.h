@@ -30,6 +30,7 @@ struct GenerateOptions {
   bool ignore_eos = false;                // end-of-generation tokens get probability 0 (llama.cpp --ignore-eos)
   std::vector<std::string> stop_strings;  // end the generation, not included in the text
   SequenceDrafting draft;                 // speculative drafting (a draft model needs Session's draft context)
+  std::shared_ptr<const grammar::TokenGrammar> grammar;  // constrained output (--grammar, --json-schema)
 };
 
 struct GenerationResult {

@@ -18,11 +18,6 @@ void refuse_unsupported(const json::Value& body) {
     if (!harmless) throw bad_request(fmt::format("field '{}' is not supported by ember", field));
   }
   if (bool_field(body, "echo", false)) throw bad_request("field 'echo' is not supported by ember");
-  if (const json::Value* v = json::find(body, "response_format"); v && !v->is_null()) {
-    const json::Value* type = v->is_object() ? json::find(*v, "type") : nullptr;
-    if (!type || !type->is_string() || json::as_string(*type) != "text")
-      throw bad_request("field 'response_format': only {\"type\": \"text\"} is supported");
-  }
 }
 
 void check_model(const json::Value& body, const std::string& served) {
