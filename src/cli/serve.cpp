@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli/chat_setup.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/batch_job.h"
@@ -97,7 +98,7 @@ int run_serve(ServeFlags& f) {
   served.tokenizer = m.tokenizer.get();
   served.api.model_name = f.alias.empty() ? std::filesystem::path(f.gen.model).filename().string() : f.alias;
   served.api.defaults = CompletionDefaults{sampling_params(f.gen), f.gen.n_predict};
-  served.api.chat_template = &tmpl;
+  served.api.chat = chat_setup(m.model->gguf(), tmpl);
   served.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   http.attach(served);
   fmt::print(stderr, "serve: ready: model '{}', {} sequences of {} tokens, {} KV blocks\n", served.api.model_name,

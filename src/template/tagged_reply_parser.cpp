@@ -34,6 +34,8 @@ class TaggedReplyParser final : public ReplyParser {
         mode_(o.reasoning_open ? Mode::Reasoning : Mode::Start),
         buf_(o.prefill) {
     if (!markers_.open.empty()) open_markers_.push_back(markers_.open);
+    // Nothing can open at the start: text is the answer as it comes, blanks included.
+    if (mode_ == Mode::Start && !think_ && syntax_ != ToolCallSyntax::Llama3Json) mode_ = Mode::Content;
   }
 
   ReplyPieces push(std::string_view text) override {
