@@ -28,6 +28,9 @@ inline std::string finish_reason_of(const StreamResult& r, bool made_calls) {
   return made_calls && r.finish_reason == "stop" ? "tool_calls" : r.finish_reason;
 }
 
+// prefix + 24 random hex digits ("resp_…", "msg_…", "toolu_…").
+std::string random_id(std::string_view prefix);
+
 // One server-sent event: "event: NAME\n" (when named) and "data: JSON\n\n".
 inline std::string sse_event(const std::string& data, const char* name = nullptr) {
   return (name ? std::string("event: ") + name + "\n" : std::string()) + "data: " + data + "\n\n";
