@@ -6,8 +6,9 @@
 // is a string or blocks (text, tool_use, tool_result, thinking; a user turn's tool_result
 // blocks become tool messages before its text), tools {name, description, input_schema},
 // tool_choice {auto | any | tool (name) | none, disable_parallel_tool_use},
-// stop_sequences, temperature, top_p, top_k, thinking {type enabled | disabled} (the
-// template's enable_thinking), stream. `model` is echoed, not checked: Claude Code sends
+// stop_sequences, temperature, top_p, top_k, thinking {type enabled | adaptive |
+// between_tools | disabled} (the template's enable_thinking), stream; other fields (cache_control,
+// metadata, output_config ...) are ignored. `model` is echoed, not checked: Claude Code sends
 // its own model names for its background tasks.
 // Streamed events, each an "event:" line and its data: message_start, then per content
 // block content_block_start, content_block_delta (text_delta, thinking_delta,

@@ -149,9 +149,10 @@ void copy_settings(const Value& body, Value& chat, bool count_only) {
   if (const Value* stops = field(body, "stop_sequences"); stops && !count_only) chat["stop"] = *stops;
   if (const Value* thinking = field(body, "thinking")) {
     const Value* type = thinking->is_object() ? field(*thinking, "type") : nullptr;
-    if (!type || !type->is_string() || (json::as_string(*type) != "enabled" && json::as_string(*type) != "disabled"))
-      throw bad_request("field 'thinking' must be {\"type\": \"enabled\" | \"disabled\"}");
-    chat["chat_template_kwargs"] = Value{{"enable_thinking", json::as_string(*type) == "enabled"}};
+    const std::string t = type && type->is_string() ? json::as_string(*type) : "";
+    if (t != "enabled" && t != "adaptive" && t != "between_tools" && t != "disabled")
+      throw bad_request("field 'thinking' must be {\"type\": \"enabled\" | \"adaptive\" | \"between_tools\" | \"disabled\"}");
+    chat["chat_template_kwargs"] = Value{{"enable_thinking", t != "disabled"}};
   }
 }
 
