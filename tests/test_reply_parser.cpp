@@ -184,10 +184,10 @@ TEST_CASE("a forced call's opening, written by the prompt, is read as the reply'
     CAPTURE(syntax_name(s));
     ReplyParserOptions o = options(s);
     o.prefill = forced_call_opening(s, "get_weather");
-    const std::string rest = s == ToolCallSyntax::Harmony ? "{\"city\": \"Paris\"}<|call|>"
-                             : s == ToolCallSyntax::Hermes ? "{\"city\": \"Paris\"}}\n</tool_call>"
-                             : s == ToolCallSyntax::Mistral ? "{\"city\": \"Paris\"}}]"
-                                                             : "{\"city\": \"Paris\"}}";
+    const std::string rest = s == ToolCallSyntax::Harmony ? "\"city\": \"Paris\"}<|call|>"
+                             : s == ToolCallSyntax::Hermes ? "\"city\": \"Paris\"}}\n</tool_call>"
+                             : s == ToolCallSyntax::Mistral ? "\"city\": \"Paris\"}}]"
+                                                             : "\"city\": \"Paris\"}}";
     const ParsedReply r = parse_every_way(o, rest);
     REQUIRE(r.tool_calls.size() == 1);
     CHECK(r.tool_calls[0].name == "get_weather");

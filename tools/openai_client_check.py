@@ -102,7 +102,8 @@ else:
     check("tools, streamed: arguments joined by index == whole",
           finish_reason == "tool_calls" and m.tool_calls is not None
           and joined.get(0) == [m.tool_calls[0].function.name, m.tool_calls[0].function.arguments])
-    named = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hello!"}], tools=[WEATHER],
+    TIME = {"type": "function", "function": {"name": "get_time", "description": "The time now in a city", "parameters": WEATHER_SCHEMA}}
+    named = client.chat.completions.create(model=model, messages=ask, tools=[TIME, WEATHER],
                                            tool_choice={"type": "function", "function": {"name": "get_weather"}},
                                            temperature=0, max_tokens=96)
     check("tools, named tool_choice forces the call", call_ok(named.choices[0].message))

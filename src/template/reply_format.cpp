@@ -33,15 +33,17 @@ const char* syntax_name(ToolCallSyntax syntax) {
 }
 
 std::string forced_call_opening(ToolCallSyntax syntax, std::string_view name) {
+  // A named call opens its arguments' object too: small models given only `"arguments": `
+  // were seen to write a bare number there.
   const std::string quoted = name.empty() ? "\"" : json::quote(name) + ", ";
   switch (syntax) {
     case ToolCallSyntax::None: return {};
-    case ToolCallSyntax::Hermes: return "<tool_call>\n{\"name\": " + quoted + (name.empty() ? "" : "\"arguments\": ");
-    case ToolCallSyntax::Llama3Json: return "{\"name\": " + quoted + (name.empty() ? "" : "\"parameters\": ");
-    case ToolCallSyntax::Mistral: return "[TOOL_CALLS][{\"name\": " + quoted + (name.empty() ? "" : "\"arguments\": ");
+    case ToolCallSyntax::Hermes: return "<tool_call>\n{\"name\": " + quoted + (name.empty() ? "" : "\"arguments\": {");
+    case ToolCallSyntax::Llama3Json: return "{\"name\": " + quoted + (name.empty() ? "" : "\"parameters\": {");
+    case ToolCallSyntax::Mistral: return "[TOOL_CALLS][{\"name\": " + quoted + (name.empty() ? "" : "\"arguments\": {");
     case ToolCallSyntax::Harmony:
       return name.empty() ? "<|channel|>commentary to=functions." : "<|channel|>commentary to=functions." + std::string(name) +
-                                                                       " <|constrain|>json<|message|>";
+                                                                       " <|constrain|>json<|message|>{";
   }
   return {};
 }
