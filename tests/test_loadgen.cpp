@@ -304,6 +304,44 @@ TEST_CASE("prompts file: prompt or messages, max_tokens, bad lines named, repeat
   CHECK_THROWS_AS(read_prompts_file(path, 64, 0), Error);
 }
 
+TEST_CASE("prompts file: whole answers and sessions; request bodies that do not stream") {
+  test::TempDir dir("loadgen");
+  const std::string path = dir.file("s.jsonl");
+  std::ofstream(path) << "{\"prompt\":\"a\",\"stream\":false,\"session\":\"s7\"}\n{\"prompt\":\"b\"}\n";
+  const std::vector<WorkItem> items = read_prompts_file(path, 8, 0);
+  REQUIRE(items.size() == 2);
+  CHECK((!items[0].stream && items[0].session == "s7"));
+  CHECK((items[1].stream && items[1].session.empty()));
+  const nlohmann::json whole = request_body(items[0], Endpoint::Completions, "");
+  CHECK(whole["stream"] == false);
+  CHECK_FALSE(whole.contains("stream_options"));
+  std::ofstream(path) << "{\"prompt\":\"a\",\"stream\":\"no\"}\n";
+  CHECK_THROWS_AS(read_prompts_file(path, 8, 0), Error);
+  std::ofstream(path) << "{\"prompt\":\"a\",\"session\":3}\n";
+  CHECK_THROWS_AS(read_prompts_file(path, 8, 0), Error);
+}
+
+TEST_CASE("StreamRecorder: a whole answer is one JSON body; cut, empty or an error body fails") {
+  const Clock::time_point t0 = Clock::now();
+  const auto run = [&](int status, const std::string& body, const std::string& transport) {
+    StreamRecorder rec(t0, /*streamed=*/false);
+    rec.on_status(status);
+    if (!body.empty()) rec.on_body(body, t0 + 10ms);
+    return rec.finish(t0 + 20ms, transport);
+  };
+  const std::string chat = R"({"choices":[{"message":{"role":"assistant","content":"hi"}}],"usage":{"prompt_tokens":5,"completion_tokens":3}})";
+  const RequestResult ok = run(200, chat, "");
+  CHECK(ok.ok());
+  CHECK((ok.output_tokens == 3 && ok.prompt_tokens == 5));
+  CHECK(ok.ttft_s == doctest::Approx(0.010));
+  CHECK(run(200, R"({"choices":[{"text":"x"}]})", "").ok());
+  CHECK(run(200, chat.substr(0, 30), "Failed to read connection").failure == Failure::Transport);
+  CHECK(run(200, chat.substr(0, 30), "").failure == Failure::Stream);  // a cut body is no answer
+  CHECK(run(200, R"({"choices":[]})", "").failure == Failure::Stream);
+  CHECK(run(200, R"({"error":{"message":"boom"}})", "").failure == Failure::Stream);
+  CHECK(run(503, R"({"error":{"message":"draining"}})", "").failure == Failure::Busy);
+}
+
 TEST_CASE("the JSON report carries vLLM's key names and every request") {
   std::vector<RequestResult> rs{ok_result(0.1, 1.0, 10), ok_result(0.3, 2.0, 10)};
   rs[0].itl_s = {0.05, 0.07};
@@ -442,7 +480,7 @@ TEST_CASE("URLs: origin and path prefix; only http") {
 
 TEST_CASE("over HTTP: TTFT and ITL of a scripted stream, 503s, broken and unfinished streams") {
   ScriptedServer server;
-  const RequestResult r = post_streaming(make_target(server.url(), "/v1/completions", ""), "{}", 30);
+  const RequestResult r = post_completion(make_target(server.url(), "/v1/completions", ""), "{}", 30);
   INFO(r.error);
   REQUIRE(r.ok());
   CHECK(r.status == 200);
@@ -454,19 +492,19 @@ TEST_CASE("over HTTP: TTFT and ITL of a scripted stream, 503s, broken and unfini
   CHECK(r.prompt_tokens == 12);
   CHECK(r.e2e_s >= r.ttft_s + 0.07 * (kTokens - 1));
 
-  const RequestResult busy = post_streaming(make_target(server.url("/busy"), "/v1/completions", ""), "{}", 30);
+  const RequestResult busy = post_completion(make_target(server.url("/busy"), "/v1/completions", ""), "{}", 30);
   CHECK(busy.failure == Failure::Busy);
   CHECK(busy.error.find("queue full") != std::string::npos);
-  const RequestResult broken = post_streaming(make_target(server.url("/broken"), "/v1/completions", ""), "{}", 30);
+  const RequestResult broken = post_completion(make_target(server.url("/broken"), "/v1/completions", ""), "{}", 30);
   CHECK_FALSE(broken.ok());
   CHECK((broken.failure == Failure::Transport || broken.failure == Failure::Stream));
-  const RequestResult nodone = post_streaming(make_target(server.url("/nodone"), "/v1/completions", ""), "{}", 30);
+  const RequestResult nodone = post_completion(make_target(server.url("/nodone"), "/v1/completions", ""), "{}", 30);
   CHECK(nodone.failure == Failure::Stream);
   CHECK(nodone.error.find("[DONE]") != std::string::npos);
-  const RequestResult missing = post_streaming(make_target(server.url(), "/v1/nothing", ""), "{}", 30);
+  const RequestResult missing = post_completion(make_target(server.url(), "/v1/nothing", ""), "{}", 30);
   CHECK(missing.failure == Failure::Status);
   CHECK(missing.status == 404);
-  const RequestResult slow = post_streaming(make_target(server.url(), "/v1/completions", ""), "{}", 0.2);
+  const RequestResult slow = post_completion(make_target(server.url(), "/v1/completions", ""), "{}", 0.2);
   CHECK(slow.failure == Failure::Transport);
   CHECK(slow.error.find("--timeout") != std::string::npos);
 }
@@ -480,7 +518,7 @@ TEST_CASE("over HTTP: a refused connection is a transport failure") {
   probe.stop();
   listener.join();
   const RequestResult r =
-      post_streaming(make_target("http://127.0.0.1:" + std::to_string(port), "/v1/completions", ""), "{}", 5);
+      post_completion(make_target("http://127.0.0.1:" + std::to_string(port), "/v1/completions", ""), "{}", 5);
   CHECK(r.failure == Failure::Transport);
 }
 
@@ -489,7 +527,7 @@ TEST_CASE("over HTTP: a schedule of streams and 503s adds up") {
   const Target ok = make_target(server.url(), "/v1/completions", "");
   const Target busy = make_target(server.url("/busy"), "/v1/completions", "");
   const RunOutcome run = run_schedule(std::vector<double>(6, 0.0), 4,
-                                      [&](size_t i) { return post_streaming(i % 3 == 2 ? busy : ok, "{}", 30); });
+                                      [&](size_t i) { return post_completion(i % 3 == 2 ? busy : ok, "{}", 30); });
   const Summary s = summarize(run.results, std::vector<int>(6, 1), run.duration_s, run.peak_concurrency, Slo{});
   CHECK(s.completed == 4);
   CHECK(s.failed == 2);

@@ -177,7 +177,7 @@ TEST_CASE("/metrics parses, counts tokens, and a client that hangs up frees its 
   CHECK(metric(text, "ember_inter_token_latency_seconds_count") >= 7);
   // Every sample line is "name{labels} number" or "name number".
   std::istringstream in(text);
-  const std::regex sample(R"(^[a-z_]+(\{[a-z_]+="[^"]*"\})? [-+0-9.eInf]+$)");
+  const std::regex sample(R"(^[a-z_:]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? [-+0-9.eInf]+$)");
   for (std::string line; std::getline(in, line);)
     if (!line.empty() && line[0] != '#') CHECK_MESSAGE(std::regex_match(line, sample), line);
 }

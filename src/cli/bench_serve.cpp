@@ -7,7 +7,8 @@
 // Requests arrive by a seeded gamma process (--request-rate, --burstiness; loadgen/arrivals.h),
 // at most --max-concurrency in flight, each streaming (loadgen/stream_client.h). Prompts are
 // synthetic (seeded random one-token words, --input-len of them; loadgen/word_list.h) or the
-// lines of --prompts FILE. The report (markdown on stdout, JSON with --json) has throughput,
+// lines of --prompts FILE (which may also ask for a whole answer, "stream": false, and set a
+// "session" sent as X-Session-ID, for load balancers' affinity). The report (markdown on stdout, JSON with --json) has throughput,
 // TTFT/TPOT/ITL/E2EL distributions, failures by kind, peak concurrency and goodput. Exit 3
 // when no request succeeded.
 #include <fmt/format.h>
@@ -84,9 +85,11 @@ int run_bench_serve(const BenchServeFlags& f) {
   const Target target = make_target(f.url, f.endpoint, f.api_key);
   const std::vector<WorkItem> items = workload(f);
   std::vector<std::string> bodies;
+  std::vector<Exchange> exchanges;
   std::vector<int> approx_tokens;
   for (const WorkItem& item : items) {
     bodies.push_back(request_body(item, endpoint, f.model).dump());
+    exchanges.push_back({item.stream, item.session});
     approx_tokens.push_back(item.approx_prompt_tokens);
   }
   const std::vector<double> arrivals =
@@ -94,7 +97,7 @@ int run_bench_serve(const BenchServeFlags& f) {
 
   ProgressBar bar("bench-serve");
   const RunOutcome run = run_schedule(
-      arrivals, f.max_concurrency, [&](size_t i) { return post_streaming(target, bodies[i], f.timeout_s); },
+      arrivals, f.max_concurrency, [&](size_t i) { return post_completion(target, bodies[i], f.timeout_s, exchanges[i]); },
       [&](size_t done) { bar.update(static_cast<float>(done) / static_cast<float>(bodies.size())); });
   bar.finish();
 

@@ -4,6 +4,7 @@
 //   ember perplexity -m model.gguf -f wiki.test.raw [-c 512] [-b 2048] [--chunks N] [-t N] [-ctk f16] [-ctv f16]
 //   ember perplexity -m f16.gguf  -f wiki.test.raw --kl-divergence-base base.kld   # write base
 //   ember perplexity -m q4_0.gguf --kl-divergence-base base.kld --kl-divergence     # compare
+//   (the base may also be llama.cpp's: llama-perplexity ... --kl-divergence-base llama.kld)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -84,10 +85,16 @@ int run_perplexity(const PerplexityArgs& a) {
 
   if (a.kld) {
     if (a.kld_base.empty()) fail(ErrorKind::InvalidArgument, "--kl-divergence needs --kl-divergence-base FILE");
-    const eval::LogProbReader base(a.kld_base);
+    const std::unique_ptr<eval::KldBase> base_file = eval::open_kld_base(a.kld_base);
+    const eval::KldBase& base = *base_file;
     const eval::ChunkPlan plan = base.plan();
-    fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} (top {} + {} tail samples per position), {} threads\n",
-               plan.n_chunk, plan.n_ctx, a.kld_base, base.header().top_k, base.header().tail_samples, n_threads);
+    fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} ({}), {} threads\n", plan.n_chunk, plan.n_ctx,
+               a.kld_base, base.describe(), n_threads);
+    if (!base.stores_bos()) {  // llama.cpp's file: the vocabulary says, as it did for llama.cpp
+      const Tokenizer tok = Tokenizer::from_gguf(model->gguf());
+      opt.add_bos = tok.add_bos();
+      opt.bos = tok.bos();
+    }
     auto ctx = make_context(*model, a, plan.n_ctx, plan.n_chunk, pool);
     opt.n_batch = ctx->options().n_batch;
     fmt::print("{}", eval::KldAccumulator::chunk_table_header());
@@ -159,7 +166,7 @@ void add_perplexity(CLI::App& app) {
   add_no_repack_flag(cmd, args->no_repack);
   add_gpu_layers_flag(cmd, args->gpu_layers);
   cmd->add_option("--kl-divergence-base", args->kld_base,
-                  "with -f: write the model's log-probs here; with --kl-divergence: read them");
+                  "with -f: write the model's log-probs here; with --kl-divergence: read them (ember's or llama-perplexity's file)");
   cmd->add_flag("--kl-divergence", args->kld, "compare the model against --kl-divergence-base");
   cmd->add_option("--kl-divergence-top", args->kld_top,
                   "most likely tokens stored exactly per position in the base (0: the whole vocabulary, exact KLD)")

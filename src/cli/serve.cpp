@@ -5,8 +5,10 @@
 //               [--draft-ngram 3 | --draft small.gguf] [--draft-max 8]
 //
 // It listens first (GET /health answers 503 while the model loads), then serves until
-// SIGTERM or SIGINT: new requests get 503, running ones finish (--shutdown finish, the
-// default) or end at once (--shutdown cancel), and it exits 0.
+// SIGTERM or SIGINT: /health and new requests get 503 at once, running ones finish
+// (--shutdown finish, the default; streams up to their `data: [DONE]`) or end at once
+// (--shutdown cancel), and it exits 0, after --drain-grace seconds at the earliest
+// (deploy/ has load-balancer setups built on this).
 #include <fmt/format.h>
 
 #include <csignal>
@@ -19,6 +21,7 @@
 #include "engine/batch_job.h"
 #include "engine/draft/draft_setup.h"
 #include "server/http_server.h"
+#include "server/metrics_routing.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 
@@ -31,10 +34,12 @@ struct ServeFlags {
   std::string alias;
   std::string chat_template;
   std::string shutdown = "finish";
+  std::string metrics_compat;
   int n_parallel = 16;
   int batch_tokens = 512;
   int kv_size = 0;
   int max_queue = 64;
+  double drain_grace_s = 0;
   size_t max_body_kib = 4096;
 };
 
@@ -42,12 +47,15 @@ void check(const ServeFlags& f) {
   if (f.n_parallel < 1 || f.n_parallel > 256) fail(ErrorKind::InvalidArgument, "-np {} must be in 1..256", f.n_parallel);
   if (f.batch_tokens < 1) fail(ErrorKind::InvalidArgument, "--batch-tokens {} must be at least 1", f.batch_tokens);
   if (f.kv_size < 0) fail(ErrorKind::InvalidArgument, "--kv-size {} must be >= 0", f.kv_size);
+  if (!(f.drain_grace_s >= 0 && f.drain_grace_s <= 3600))
+    fail(ErrorKind::InvalidArgument, "--drain-grace {} must be in 0..3600 seconds", f.drain_grace_s);
   if (f.max_queue < 0) fail(ErrorKind::InvalidArgument, "--max-queue {} must be >= 0", f.max_queue);
   if (f.http.port < 0 || f.http.port > 65535) fail(ErrorKind::InvalidArgument, "--port {} must be in 0..65535", f.http.port);
   if (f.http.max_connections < 1) fail(ErrorKind::InvalidArgument, "--max-connections must be at least 1");
   if (f.shutdown != "finish" && f.shutdown != "cancel")
     fail(ErrorKind::InvalidArgument, "--shutdown '{}' must be finish or cancel", f.shutdown);
   sequence_drafting(f.gen.draft);  // refuses --draft MODEL with --draft-ngram N
+  server::parse_metrics_compat(f.metrics_compat);
 }
 
 // SIGTERM and SIGINT wait for sigwait() in the main thread; every thread started later
@@ -67,6 +75,7 @@ int run_serve(ServeFlags& f) {
   check(f);
   const sigset_t stop_signals = block_stop_signals();
   f.http.max_body_bytes = f.max_body_kib * 1024;
+  f.http.metrics_vllm_names = server::parse_metrics_compat(f.metrics_compat);
   server::ServerMetrics metrics;
   server::HttpServer http(f.http, metrics);
   const int port = http.bind();
@@ -110,10 +119,17 @@ int run_serve(ServeFlags& f) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
+  const auto stop_at = std::chrono::steady_clock::now() + std::chrono::duration<double>(f.drain_grace_s);
   fmt::print(stderr, "serve: {}: {} the running requests, then exiting\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
              f.shutdown == "finish" ? "finishing" : "cancelling");
   http.start_draining();
   engine->shut_down(f.shutdown == "finish");
+  // The sequences are done; their last chunks may still be on their way to the clients.
+  if (!http.wait_for_responses(std::chrono::seconds(30)))
+    fmt::print(stderr, "serve: some answers were still being written after 30 s; closing them\n");
+  // Load balancers learn of the drain from /health; until they have, refuse with 503
+  // (which they retry elsewhere) rather than with a closed port.
+  std::this_thread::sleep_until(stop_at);
   http.stop();
   listener.join();
   return 0;
@@ -145,6 +161,12 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--timeout", flags->http.read_timeout_s, "seconds a client may take to send its request")
       ->capture_default_str();
   cmd->add_option("--shutdown", flags->shutdown, "on SIGTERM: finish or cancel the running requests")->capture_default_str();
+  cmd->add_option("--drain-grace", flags->drain_grace_s,
+                  "after SIGTERM, answer 503 for at least this many seconds before closing the port (for load balancers)")
+      ->capture_default_str();
+  cmd->add_flag("--metrics-no-auth", flags->http.metrics_no_auth, "GET /metrics without the API key (for scrapers)");
+  cmd->add_option("--metrics-compat", flags->metrics_compat,
+                  "vllm: /metrics also under vLLM's names (vllm:num_requests_running ...) for routers");
   cmd->add_option("--chat-template", flags->chat_template, "template for chat requests (default: the model's)");
   add_sampling_flags(cmd, flags->gen);
   add_draft_flags(cmd, flags->gen);

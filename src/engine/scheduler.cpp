@@ -148,6 +148,7 @@ void Scheduler::seat(Sequence& s) {
   s.n_computed = ctx_.kv_attach_prefix(s.slot, s.tokens);
   if (draft_ && s.model_draft) draft_->attach(s.slot, s.tokens);
   stats_.cached_tokens += s.n_computed;
+  stats_.prefix_lookup_tokens += static_cast<int64_t>(s.tokens.size());
   if (s.prompt_cached < 0) s.prompt_cached = s.n_computed;  // a recomputation after preemption is not the prompt's
 }
 

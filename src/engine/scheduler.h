@@ -148,6 +148,7 @@ struct SchedulerStats {
   int64_t batch_tokens = 0;       // tokens decoded in all steps (prompt chunks + generated)
   int64_t prompt_tokens = 0;      // of submitted prompts
   int64_t cached_tokens = 0;      // of them (and of recomputations) found in the prefix cache
+  int64_t prefix_lookup_tokens = 0; // tokens looked up in the prefix cache (the cached_tokens' whole)
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t drafted_tokens = 0;     // proposed by sequences' drafts and verified

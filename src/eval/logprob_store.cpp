@@ -5,6 +5,9 @@
 #include <cstring>
 #include <limits>
 
+#include <fmt/format.h>
+
+#include "eval/llamacpp_logits.h"
 #include "sampling/log_softmax.h"
 #include "util/error.h"
 
@@ -130,7 +133,7 @@ void LogProbWriter::close() {
 
 LogProbReader::LogProbReader(const std::string& path) : file_(path) {
   const auto bytes = file_.bytes();
-  if (bytes.size() < kHeaderBytes || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+  if (bytes.size() < kHeaderBytes || !has_magic(bytes)) {
     fail(ErrorKind::Format, "{}: not an ember KL-divergence base file (magic \"EMBERKLD\" missing)", path);
   }
   const uint8_t* p = bytes.data() + 8;
@@ -193,6 +196,21 @@ LogProbRecord LogProbReader::record(int64_t i) const {
     if (e.id >= n_vocab) fail(ErrorKind::Format, "{}: record {} holds token {} >= n_vocab {}", file_.path(), i, e.id, n_vocab);
   }
   return r;
+}
+
+bool LogProbReader::has_magic(std::span<const uint8_t> bytes) {
+  return bytes.size() >= 8 && std::memcmp(bytes.data(), kMagic, 8) == 0;
+}
+
+std::string LogProbReader::describe() const {
+  return fmt::format("ember base file, top {} + {} tail samples per position", header_.top_k, header_.tail_samples);
+}
+
+std::unique_ptr<KldBase> open_kld_base(const std::string& path) {
+  const MappedFile probe(path);
+  if (LlamaCppLogitsReader::has_magic(probe.bytes())) return std::make_unique<LlamaCppLogitsReader>(path);
+  if (LogProbReader::has_magic(probe.bytes())) return std::make_unique<LogProbReader>(path);
+  fail(ErrorKind::Format, "{}: not a KL-divergence base file (neither ember's \"EMBERKLD\" nor llama.cpp's \"_logits_\")", path);
 }
 
 }  // namespace ember::eval

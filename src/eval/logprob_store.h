@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "eval/chunk_plan.h"
+#include "eval/kld_base.h"
 #include "util/mmap.h"
 
 namespace ember::eval {
@@ -98,16 +99,20 @@ class LogProbWriter {
   uint32_t tail_samples_;
 };
 
-class LogProbReader {
+class LogProbReader final : public KldBase {
  public:
   // Maps and validates the file: magic, version, sizes consistent with the file length,
   // tokens below n_vocab. Throws Error(Io/Format) naming the path and the field.
   explicit LogProbReader(const std::string& path);
-  const LogProbHeader& header() const { return header_; }
-  ChunkPlan plan() const;
-  std::span<const int32_t> tokens() const { return tokens_; }
-  int64_t n_records() const { return n_records_; }
-  LogProbRecord record(int64_t i) const;  // i in [0, n_records)
+  const LogProbHeader& header() const override { return header_; }
+  ChunkPlan plan() const override;
+  std::span<const int32_t> tokens() const override { return tokens_; }
+  int64_t n_records() const override { return n_records_; }
+  LogProbRecord record(int64_t i) const override;  // i in [0, n_records)
+  bool stores_bos() const override { return true; }
+  std::string describe() const override;
+
+  static bool has_magic(std::span<const uint8_t> bytes);
 
  private:
   MappedFile file_;

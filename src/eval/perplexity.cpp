@@ -86,7 +86,7 @@ NllStats perplexity(Context& ctx, std::span<const int32_t> tokens, const ChunkPl
   return stats;
 }
 
-KldAccumulator kl_divergence(Context& ctx, const LogProbReader& base, const EvalOptions& opt_in,
+KldAccumulator kl_divergence(Context& ctx, const KldBase& base, const EvalOptions& opt_in,
                              const KldChunkFn& on_chunk) {
   const LogProbHeader& h = base.header();
   if (uint32_t(ctx.n_vocab()) != h.n_vocab) {
@@ -95,8 +95,10 @@ KldAccumulator kl_divergence(Context& ctx, const LogProbReader& base, const Eval
   }
   // The chunks must be fed exactly as the base saw them.
   EvalOptions opt = opt_in;
-  opt.add_bos = h.add_bos != 0;
-  opt.bos = h.bos;
+  if (base.stores_bos()) {
+    opt.add_bos = h.add_bos != 0;
+    opt.bos = h.bos;
+  }
   const ChunkPlan plan = base.plan();
   check_options(ctx, plan, opt);
   const size_t n_vocab = h.n_vocab;

@@ -46,6 +46,7 @@ NllStats perplexity(Context& ctx, std::span<const int32_t> tokens, const ChunkPl
 
 // KL divergence of the context's model against the stored base, over the stored tokens.
 using KldChunkFn = std::function<void(int chunk, const KldAccumulator& running)>;
-KldAccumulator kl_divergence(Context& ctx, const LogProbReader& base, const EvalOptions& opt, const KldChunkFn& on_chunk);
+// With a base that does not store BOS (llama.cpp's file), opt.add_bos/bos say it (the vocabulary's).
+KldAccumulator kl_divergence(Context& ctx, const KldBase& base, const EvalOptions& opt, const KldChunkFn& on_chunk);
 
 }  // namespace ember::eval

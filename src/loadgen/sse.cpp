@@ -47,14 +47,16 @@ int usage_count(const nlohmann::json& usage, const char* key) {
   return it != usage.end() && it->is_number_integer() ? it->get<int>() : -1;
 }
 
-// choices[0].text (completions) or choices[0].delta.content (chat); "" when absent or null.
+// choices[0].text (completions), .delta.content (chat chunks) or .message.content (a whole
+// chat answer); "" when absent or null.
 std::string choice_text(const nlohmann::json& chunk) {
   const auto choices = chunk.find("choices");
   if (choices == chunk.end() || !choices->is_array() || choices->empty()) return {};
   const nlohmann::json& c = (*choices)[0];
   if (const auto t = c.find("text"); t != c.end() && t->is_string()) return t->get<std::string>();
-  if (const auto d = c.find("delta"); d != c.end() && d->is_object())
-    if (const auto t = d->find("content"); t != d->end() && t->is_string()) return t->get<std::string>();
+  for (const char* key : {"delta", "message"})  // a chunk's delta, a whole answer's message
+    if (const auto d = c.find(key); d != c.end() && d->is_object())
+      if (const auto t = d->find("content"); t != d->end() && t->is_string()) return t->get<std::string>();
   return {};
 }
 

@@ -32,7 +32,7 @@ class SseParser {
 // What one streamed chunk carries for the benchmark.
 struct StreamChunk {
   bool done = false;           // the [DONE] sentinel
-  std::string text;            // choices[0].text or choices[0].delta.content ("" when none)
+  std::string text;            // choices[0].text, .delta.content or .message.content ("" when none)
   int prompt_tokens = -1;      // from `usage`, -1 when the chunk has none
   int completion_tokens = -1;
   std::string error;           // a chunk that is not JSON, or carries an "error" object

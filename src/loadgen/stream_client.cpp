@@ -17,7 +17,7 @@ Target make_target(const std::string& url, const std::string& endpoint, const st
   return {url.substr(0, slash), prefix + endpoint, api_key};
 }
 
-RequestResult post_streaming(const Target& target, const std::string& body, double timeout_s) {
+RequestResult post_completion(const Target& target, const std::string& body, double timeout_s, const Exchange& how) {
   const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   httplib::Client client(target.origin);
   const auto usec = std::chrono::duration_cast<std::chrono::microseconds>(limit);
@@ -30,11 +30,12 @@ RequestResult post_streaming(const Target& target, const std::string& body, doub
   req.path = target.path;
   req.body = body;
   req.set_header("Content-Type", "application/json");
-  req.set_header("Accept", "text/event-stream");
+  req.set_header("Accept", how.streamed ? "text/event-stream" : "application/json");
+  if (!how.session.empty()) req.set_header("X-Session-ID", how.session);
   if (!target.api_key.empty()) req.set_header("Authorization", "Bearer " + target.api_key);
 
   const Clock::time_point sent = Clock::now();
-  StreamRecorder recorder(sent);
+  StreamRecorder recorder(sent, how.streamed);
   req.response_handler = [&](const httplib::Response& res) {
     recorder.on_status(res.status);
     return true;

@@ -1,6 +1,7 @@
 #include "loadgen/stream_recorder.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 namespace ember::loadgen {
 
@@ -15,8 +16,8 @@ const char* failure_name(Failure f) {
   return "?";
 }
 
-StreamRecorder::StreamRecorder(Clock::time_point sent)
-    : sent_(sent), sse_([this](const std::string& data) { on_chunk(data); }) {}
+StreamRecorder::StreamRecorder(Clock::time_point sent, bool streamed)
+    : sent_(sent), sse_([this](const std::string& data) { on_chunk(data); }), streamed_(streamed) {}
 
 void StreamRecorder::on_body(std::string_view bytes, Clock::time_point now) {
   if (result_.status != 200) {
@@ -25,7 +26,8 @@ void StreamRecorder::on_body(std::string_view bytes, Clock::time_point now) {
     return;
   }
   now_ = now;
-  sse_.feed(bytes);
+  if (streamed_) sse_.feed(bytes);
+  else whole_body_.append(bytes);
 }
 
 void StreamRecorder::on_chunk(const std::string& data) {
@@ -49,8 +51,30 @@ void StreamRecorder::on_chunk(const std::string& data) {
   last_text_ = now_;
 }
 
+// A whole answer read as one chunk of text with its usage, then closed as a stream is.
+void StreamRecorder::whole_answer() {
+  const StreamChunk answer = parse_chunk(whole_body_);
+  if (!answer.error.empty()) {
+    result_.error = answer.error;
+    return;
+  }
+  const nlohmann::json body = nlohmann::json::parse(whole_body_, nullptr, false);
+  if (!body.contains("choices") || !body["choices"].is_array() || body["choices"].empty()) {
+    result_.error = "the answer has no choices: " + whole_body_.substr(0, 200);
+    return;
+  }
+  result_.prompt_tokens = answer.prompt_tokens;
+  usage_tokens_ = answer.completion_tokens;
+  result_.text_chunks = answer.text.empty() ? 0 : 1;
+  result_.ttft_s = since_sent(now_);
+  done_ = true;  // a complete JSON body is the whole answer
+}
+
 RequestResult StreamRecorder::finish(Clock::time_point end, const std::string& transport_error) {
-  if (result_.status == 200) sse_.finish();
+  if (result_.status == 200) {
+    if (streamed_) sse_.finish();
+    else if (transport_error.empty()) whole_answer();
+  }
   result_.e2e_s = since_sent(end);
   result_.output_tokens = usage_tokens_ >= 0 ? usage_tokens_ : result_.text_chunks;
   const auto failed = [&](Failure f, std::string why) {

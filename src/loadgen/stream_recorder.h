@@ -1,6 +1,7 @@
 // The measurements of one streamed completion, built from the response as it arrives:
 // TTFT = send -> first chunk with text, ITL = gaps between successive chunks with text,
-// end-to-end latency, the server's token counts. Pure (times come in as arguments) so the
+// end-to-end latency, the server's token counts. A whole (non-streamed) answer is one JSON
+// body: its TTFT is its end-to-end latency. Pure (times come in as arguments) so the
 // HTTP client stays a thin shell around it and the rules are testable without a socket.
 #pragma once
 #include <chrono>
@@ -19,7 +20,8 @@ enum class Failure {
   Transport,  // no connection, a read or write error, the --timeout
   Busy,       // HTTP 503: the server saying its queue is full
   Status,     // any other non-200 status
-  Stream,     // a 200 stream without [DONE], with an error chunk, or without any text
+  Stream,     // a 200 stream without [DONE], with an error chunk, or without any text; a whole
+              // answer that is not a completion
 };
 const char* failure_name(Failure f);
 
@@ -40,7 +42,7 @@ struct RequestResult {
 
 class StreamRecorder {
  public:
-  explicit StreamRecorder(Clock::time_point sent);
+  explicit StreamRecorder(Clock::time_point sent, bool streamed = true);
 
   void on_status(int status) { result_.status = status; }
   void on_body(std::string_view bytes, Clock::time_point now);
@@ -49,12 +51,15 @@ class StreamRecorder {
 
  private:
   void on_chunk(const std::string& data);
+  void whole_answer();
   double since_sent(Clock::time_point t) const { return std::chrono::duration<double>(t - sent_).count(); }
 
   Clock::time_point sent_, now_, last_text_;
   SseParser sse_;
   RequestResult result_;
   std::string error_body_;  // the start of a non-200 body, for the error line
+  std::string whole_body_;  // a 200 answer that is not streamed
+  bool streamed_ = true;
   int usage_tokens_ = -1;
   bool done_ = false;
 };

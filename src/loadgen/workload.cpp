@@ -53,6 +53,14 @@ WorkItem parse_prompt_line(const std::string& line, int default_max_tokens) {
   } else {
     fail(ErrorKind::InvalidArgument, "needs \"prompt\" (a string) or \"messages\" (a non-empty array)");
   }
+  if (const auto s = j.find("stream"); s != j.end()) {
+    if (!s->is_boolean()) fail(ErrorKind::InvalidArgument, "\"stream\" must be true or false");
+    item.stream = s->get<bool>();
+  }
+  if (const auto s = j.find("session"); s != j.end()) {
+    if (!s->is_string()) fail(ErrorKind::InvalidArgument, "\"session\" must be a string");
+    item.session = s->get<std::string>();
+  }
   if (const auto t = j.find("max_tokens"); t != j.end()) {
     if (!t->is_number_integer() || t->get<int>() < 1) fail(ErrorKind::InvalidArgument, "\"max_tokens\" must be an integer >= 1");
     item.max_tokens = t->get<int>();
@@ -113,8 +121,8 @@ nlohmann::json request_body(const WorkItem& item, Endpoint endpoint, const std::
     body["prompt"] = item.input;
   }
   body["max_tokens"] = item.max_tokens;
-  body["stream"] = true;
-  body["stream_options"] = {{"include_usage", true}};
+  body["stream"] = item.stream;
+  if (item.stream) body["stream_options"] = {{"include_usage", true}};
   body["ignore_eos"] = true;
   body["temperature"] = 0;
   return body;

@@ -12,6 +12,8 @@ struct WorkItem {
   nlohmann::json input;  // a prompt string, or a messages array
   int max_tokens = 0;
   int approx_prompt_tokens = 0;  // words in the input: the estimate when a server sends no usage
+  bool stream = true;            // false: one whole JSON answer
+  std::string session;           // sent as X-Session-ID (load balancers' affinity key) when not empty
 };
 
 struct SyntheticOptions {
@@ -25,8 +27,9 @@ struct SyntheticOptions {
 // Throws Error(InvalidArgument) for lengths below 1 or a range ratio outside [0, 1).
 std::vector<WorkItem> synthetic_workload(const SyntheticOptions& opts);
 
-// One JSON object per line with "prompt" (a string) or "messages" (an array) and an optional
-// "max_tokens" (else `default_max_tokens`); blank lines are skipped. `num_prompts` > 0 takes
+// One JSON object per line with "prompt" (a string) or "messages" (an array) and optional
+// "max_tokens" (else `default_max_tokens`), "stream" (default true) and "session" (a
+// string, sent as the X-Session-ID header); blank lines are skipped. `num_prompts` > 0 takes
 // that many, repeating from the top when the file has fewer. A bad line is
 // Error(InvalidArgument) naming FILE:LINE.
 std::vector<WorkItem> read_prompts_file(const std::string& path, int default_max_tokens, int num_prompts);
@@ -37,7 +40,7 @@ Endpoint parse_endpoint(const std::string& path);
 
 // The body: the input as `prompt` (completions) or `messages` (chat: a prompt becomes one
 // user message; messages on /v1/completions are Error(InvalidArgument)), streaming with a
-// usage chunk, greedy, exactly max_tokens tokens (ignore_eos). `model` is left out when empty.
+// usage chunk unless the item says otherwise, greedy, exactly max_tokens tokens (ignore_eos). `model` is left out when empty.
 nlohmann::json request_body(const WorkItem& item, Endpoint endpoint, const std::string& model);
 
 }  // namespace ember::loadgen

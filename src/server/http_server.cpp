@@ -10,6 +10,7 @@
 #include "server/api_error.h"
 #include "server/auth.h"
 #include "server/completion_handler.h"
+#include "server/metrics_routing.h"
 #include "server/openapi_document.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -104,6 +105,8 @@ void HttpServer::attach(const ServedModel& model) {
 
 void HttpServer::start_draining() { draining_ = true; }
 
+bool HttpServer::wait_for_responses(std::chrono::milliseconds timeout) { return in_flight_.wait_until_none(timeout); }
+
 void HttpServer::stop() { http_->stop(); }
 
 // Bearer (OpenAI's clients) or x-api-key (Anthropic's).
@@ -135,11 +138,13 @@ bool HttpServer::cors(const httplib::Request& req, httplib::Response& res) const
 
 void HttpServer::routes() {
   httplib::Server& s = *http_;
-  // Every answer but /health and the API document needs the key; the model must be loaded
+  // Every answer but /health and the API document (and /metrics under --metrics-no-auth)
+  // needs the key; the model must be loaded
   // for everything but /health, /metrics and the document.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    in_flight_.begin(&req);  // ended by the logger, once the answer is written
     if (cors(req, res)) return httplib::Server::HandlerResponse::Handled;
-    const bool open = req.path == "/health" || req.path == "/openapi.json";
+    const bool open = req.path == "/health" || req.path == "/openapi.json" || (opts_.metrics_no_auth && req.path == "/metrics");
     if (!open && !authorized(req)) {
       send_error(res, ApiError(401, "authentication_error", "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)", "",
                                "invalid_api_key"));
@@ -160,7 +165,10 @@ void HttpServer::routes() {
       send_error(res, ApiError(500, "server_error", e.what()));
     }
   });
-  s.set_logger([this](const httplib::Request&, const httplib::Response& res) { metrics_.count_response(res.status); });
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics_.count_response(res.status);
+    in_flight_.end(&req);
+  });
   // Errors httplib answers itself (unknown path, body too large, malformed request line).
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -175,7 +183,10 @@ void HttpServer::routes() {
     send_json(res, ready_ && !draining_ ? 200 : 503, Json{{"status", status}});
   });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(ready_ ? model_.engine->snapshot() : EngineSnapshot{}), "text/plain; version=0.0.4");
+    const EngineSnapshot engine = ready_ ? model_.engine->snapshot() : EngineSnapshot{};
+    std::string body = metrics_.render(engine);
+    append_routing_metrics(body, engine, {ready_ ? model_.api.model_name : "", opts_.metrics_vllm_names});
+    res.set_content(body, "text/plain; version=0.0.4");
   });
   s.Get("/openapi.json", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(std::string(openapi_document()), "application/json");

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "server/drain.h"
 #include "server/metrics.h"
 #include "server/served_model.h"
 
@@ -28,6 +29,8 @@ struct ServerOptions {
   size_t max_body_bytes = 4u << 20;    // 413 beyond
   int max_connections = 128;           // served at once; more wait in the kernel's backlog
   int read_timeout_s = 30;             // a client that stops sending its request
+  bool metrics_no_auth = false;        // GET /metrics without the API key (scrapers, endpoint pickers)
+  bool metrics_vllm_names = false;     // /metrics also under vLLM's names (metrics_routing.h)
 };
 
 class HttpServer {
@@ -39,6 +42,8 @@ class HttpServer {
   void listen();   // blocks until stop()
   void attach(const ServedModel& model);  // from now on requests reach the engine
   void start_draining();                  // new generation requests get 503, /health 503
+  // After the engine finished its sequences: waits until every answer is written (drain.h).
+  bool wait_for_responses(std::chrono::milliseconds timeout);
   void stop();
 
  private:
@@ -51,6 +56,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> http_;
   ServedModel model_;
   std::atomic<bool> ready_{false}, draining_{false};
+  InFlightRequests in_flight_;
 };
 
 }  // namespace ember::server

@@ -46,11 +46,12 @@ void ServerMetrics::count_response(int http_status) {
   else it->second += 1;
 }
 
-namespace {
-
-void metric(std::string& out, const char* name, const char* type, const char* help, double value) {
-  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
+void write_metric(std::string& out, std::string_view name, const char* type, const char* help, double value,
+                  std::string_view labels) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{}{} {}\n", name, help, name, type, name, labels, value);
 }
+
+namespace {
 
 void kv_gauges(std::string& out, const std::vector<KVBlockStats>& groups) {
   const std::pair<const char*, int KVBlockStats::*> fields[] = {
@@ -67,17 +68,17 @@ void kv_gauges(std::string& out, const std::vector<KVBlockStats>& groups) {
 
 std::string ServerMetrics::render(const EngineSnapshot& e) const {
   std::string out;
-  metric(out, "ember_requests_running", "gauge", "Sequences being computed", e.running);
-  metric(out, "ember_requests_waiting", "gauge", "Requests queued for a sequence slot", e.waiting);
-  metric(out, "ember_prompt_tokens_total", "counter", "Prompt tokens scheduled, recomputations included", double(e.scheduler.prompt_tokens));
-  metric(out, "ember_generation_tokens_total", "counter", "Tokens generated", double(e.scheduler.generated_tokens));
-  metric(out, "ember_prefix_cache_hit_tokens_total", "counter", "Prompt tokens found in the prefix cache", double(e.scheduler.cached_tokens));
-  metric(out, "ember_prefix_cache_hit_rate", "gauge", "Share of prompt tokens found in the prefix cache",
+  write_metric(out, "ember_requests_running", "gauge", "Sequences being computed", e.running);
+  write_metric(out, "ember_requests_waiting", "gauge", "Requests queued for a sequence slot", e.waiting);
+  write_metric(out, "ember_prompt_tokens_total", "counter", "Prompt tokens scheduled, recomputations included", double(e.scheduler.prompt_tokens));
+  write_metric(out, "ember_generation_tokens_total", "counter", "Tokens generated", double(e.scheduler.generated_tokens));
+  write_metric(out, "ember_prefix_cache_hit_tokens_total", "counter", "Prompt tokens found in the prefix cache", double(e.scheduler.cached_tokens));
+  write_metric(out, "ember_prefix_cache_hit_rate", "gauge", "Share of prompt tokens found in the prefix cache",
          e.scheduler.prompt_tokens > 0 ? double(e.scheduler.cached_tokens) / double(e.scheduler.prompt_tokens) : 0.0);
-  metric(out, "ember_preemptions_total", "counter", "Sequences preempted for lack of KV blocks", double(e.scheduler.preemptions));
-  metric(out, "ember_draft_tokens_total", "counter", "Speculatively drafted tokens verified (--draft-ngram or --draft)",
+  write_metric(out, "ember_preemptions_total", "counter", "Sequences preempted for lack of KV blocks", double(e.scheduler.preemptions));
+  write_metric(out, "ember_draft_tokens_total", "counter", "Speculatively drafted tokens verified (--draft-ngram or --draft)",
          double(e.scheduler.drafted_tokens));
-  metric(out, "ember_draft_accepted_tokens_total", "counter", "Drafted tokens accepted", double(e.scheduler.accepted_tokens));
+  write_metric(out, "ember_draft_accepted_tokens_total", "counter", "Drafted tokens accepted", double(e.scheduler.accepted_tokens));
   kv_gauges(out, e.kv);
   std::lock_guard lock(mu_);
   ttft_.render(out, "ember_time_to_first_token_seconds", "From request arrival to the first generated token");

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/scheduler.h"
@@ -16,8 +17,13 @@ struct EngineSnapshot {
   int running = 0;
   int waiting = 0;
   std::vector<KVBlockStats> kv;  // one per layer group
+  int kv_block_size = 0;         // tokens per KV block
   SchedulerStats scheduler;      // token, preemption and draft totals
 };
+
+// One sample with its HELP and TYPE lines; `labels` is "" or `{a="x",b="y"}`.
+void write_metric(std::string& out, std::string_view name, const char* type, const char* help, double value,
+                  std::string_view labels = "");
 
 class Histogram {
  public:

@@ -159,6 +159,7 @@ void ServingEngine::publish() {
   s.running = static_cast<int>(sched_->n_running());
   s.waiting = static_cast<int>(sched_->n_waiting());
   s.kv = ctx_.kv_cache().stats();
+  s.kv_block_size = ctx_.kv_cache().block_size();
   s.scheduler = sched_->stats();
   bool idle = false;
   {

@@ -33,6 +33,14 @@ llamacpp_use_native() {
     LLAMACPP_BUILD=$LLAMACPP_CACHE/build-native
     LLAMACPP_BIN=$LLAMACPP_BUILD/bin
     LLAMACPP_ISA_FLAGS=(-DGGML_NATIVE=ON)
+    # Without AMX: on a Sapphire Rapids VM (amx_tile/int8/bf16 in /proc/cpuinfo) 0.3.36's AMX
+    # buffer type segfaults in ggml::cpu::amx::tensor_traits::compute_forward on the first
+    # prompt (llama-bench, llama-perplexity; --repack 0 avoids it). ember has no AMX kernels,
+    # so the comparison keeps every other native instruction.
+    if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
+        LLAMACPP_ISA_FLAGS+=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+                             "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+    fi
 }
 
 llamacpp_die() { echo "llamacpp-build: $*" >&2; exit 1; }
