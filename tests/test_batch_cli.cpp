@@ -194,3 +194,33 @@ TEST_CASE("batch refuses a bad request line naming it, with exit code 2") {
     CHECK(r.out.empty());
   }
 }
+
+TEST_CASE("batch chat lines take the chat fields; bad ones are errors naming the line and field") {
+  TempDir dir("batch-chat");
+  // The same chat request with and without chat-only fields that do not change this model's
+  // prompt: the same greedy text, and no reasoning or calls in its output line.
+  const std::string chat = R"("messages": [{"role": "user", "content": "Tell me a story"}], "max_tokens": 12, "temperature": 0)";
+  const std::string path = write_file(dir, "chat.jsonl",
+                                      "{" + chat + "}\n{" + chat + R"(, "chat_template_kwargs": {"enable_thinking": false}, "reasoning_effort": "low", "tool_choice": "none", "parallel_tool_calls": false})" + "\n");
+  const ProcessResult r = run_ember({"batch", "-m", aidreams_gguf(), "-f", path, "-np", "2"});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const std::vector<json::Value> lines = result_lines(r.out);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].at("text") == lines[1].at("text"));
+  CHECK(!lines[1].contains("tool_calls"));
+  CHECK(!lines[1].contains("reasoning_content"));
+
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {}}]})", "field 'tools'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", "field 'tool_choice'"},
+      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id"},
+      {R"({"prompt": "x", "chat_template_kwargs": {}})", "field 'chat_template_kwargs'"},
+  };
+  for (const auto& [line, want] : bad) {
+    CAPTURE(line);
+    const std::string p = write_file(dir, "bad.jsonl", "{\"prompt\": \"ok\"}\n" + line + "\n");
+    const ProcessResult e = run_ember({"batch", "-m", aidreams_gguf(), "-f", p});
+    CHECK(e.exit_code == 2);
+    CHECK(e.err.find("bad.jsonl:2: " + want) != std::string::npos);
+  }
+}

@@ -6,8 +6,12 @@
 //
 // Each input line is one JSON object with OpenAI request fields (engine/completion_request.h);
 // the sampling flags give the defaults of fields a line leaves out, -n the default
-// max_tokens. Output: one JSON line per request, in input order: index, text, prompt_tokens,
-// completion_tokens, finish_reason, ttft_ms, total_ms. A bad line is an error naming it
+// max_tokens. A chat line may carry tools, tool_choice, parallel_tool_calls, reasoning_effort
+// and chat_template_kwargs, as a chat completions request does. Output: one JSON line per
+// request, in input order: index, text, prompt_tokens, completion_tokens, finish_reason,
+// ttft_ms, total_ms; a chat reply's reasoning and tool calls are read from its text as the
+// server reads them: text then holds only the answer, and reasoning_content and tool_calls
+// (OpenAI's shape; finish_reason "tool_calls") appear when there are any. A bad line is an error naming it
 // before anything runs. stderr: a progress bar and the summary (requests/s, tokens/s, TTFT
 // and inter-token latency percentiles).
 #include <fmt/format.h>
@@ -16,6 +20,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/chat_setup.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/batch_job.h"
@@ -40,14 +45,14 @@ struct BatchFlags {
 };
 
 std::vector<CompletionRequest> read_requests(const std::string& path, const CompletionDefaults& defaults,
-                                             const ChatTemplate& tmpl) {
+                                             const ChatSetup& chat) {
   std::istringstream in(read_text_file(path));
   std::vector<CompletionRequest> out;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      out.push_back(parse_completion_request(json::parse(line, path), defaults, tmpl));
+      out.push_back(parse_completion_request(json::parse(line, path), defaults, chat));
     } catch (const Error& e) {
       fail(ErrorKind::InvalidArgument, "{}:{}: {}", path, line_no, e.what());
     }
@@ -56,12 +61,29 @@ std::vector<CompletionRequest> read_requests(const std::string& path, const Comp
   return out;
 }
 
-std::string result_line(int index, const BatchResult& r) {
+// A chat reply's reasoning and calls as extra fields (empty when it has none).
+std::string reply_fields(const ParsedReply& reply) {
+  std::string out;
+  if (!reply.reasoning.empty()) out += ",\"reasoning_content\":" + json::quote(reply.reasoning);
+  if (reply.tool_calls.empty()) return out;
+  out += ",\"tool_calls\":[";
+  for (size_t i = 0; i < reply.tool_calls.size(); ++i) {
+    const ToolCall& c = reply.tool_calls[i];
+    out += fmt::format("{}{{\"id\":{},\"type\":\"function\",\"function\":{{\"name\":{},\"arguments\":{}}}}}", i ? "," : "",
+                       json::quote(c.id), json::quote(c.name), json::quote(c.arguments));
+  }
+  return out + "]";
+}
+
+std::string result_line(int index, const CompletionRequest& request, const BatchResult& r) {
+  ParsedReply reply = parse_reply(request.reply, r.text);
+  if (!request.parallel_tool_calls && reply.tool_calls.size() > 1) reply.tool_calls.resize(1);
+  const std::string finish = !reply.tool_calls.empty() && r.finish_reason == "stop" ? "tool_calls" : r.finish_reason;
   return fmt::format(
       "{{\"index\":{},\"text\":{},\"prompt_tokens\":{},\"completion_tokens\":{},\"finish_reason\":{},"
-      "\"ttft_ms\":{:.2f},\"total_ms\":{:.2f}}}",
-      index, json::quote(r.text), r.prompt_tokens, r.completion_tokens, json::quote(r.finish_reason), r.ttft_ms,
-      r.total_ms);
+      "\"ttft_ms\":{:.2f},\"total_ms\":{:.2f}{}}}",
+      index, json::quote(reply.content), r.prompt_tokens, r.completion_tokens, json::quote(finish), r.ttft_ms,
+      r.total_ms, reply_fields(reply));
 }
 
 int run_batch(BatchFlags& f) {
@@ -83,7 +105,7 @@ int run_batch(BatchFlags& f) {
   CompletionDefaults defaults;
   defaults.sampling = sampling_params(f.gen);
   defaults.max_tokens = f.gen.n_predict;
-  const std::vector<CompletionRequest> requests = read_requests(f.requests, defaults, tmpl);
+  const std::vector<CompletionRequest> requests = read_requests(f.requests, defaults, chat_setup(m.model->gguf(), tmpl));
   if (!warning.empty() && std::any_of(requests.begin(), requests.end(), [](const auto& r) { return r.chat; }))
     fmt::print(stderr, "{}\n", warning);
 
@@ -96,7 +118,7 @@ int run_batch(BatchFlags& f) {
       run_batch_job(*m.context, *m.tokenizer, requests, SchedulerOptions{f.n_parallel, f.batch_tokens, draft_model.context.get()}, draft, summary,
                     [&](int done, int total) { bar.update(static_cast<float>(done) / total); });
   bar.finish();
-  for (size_t i = 0; i < results.size(); ++i) fmt::print(out, "{}\n", result_line(static_cast<int>(i), results[i]));
+  for (size_t i = 0; i < results.size(); ++i) fmt::print(out, "{}\n", result_line(static_cast<int>(i), requests[i], results[i]));
   if (out != stdout && std::fclose(out) != 0) fail(ErrorKind::Io, "cannot write {}", f.output);
   fmt::print(stderr, "{}", format_batch_summary(summary));
   return 0;

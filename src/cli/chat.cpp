@@ -3,6 +3,7 @@
 //   ember chat -m model.gguf [--system "You are terse."] [--chat-template chatml] [sampling flags]
 //   ember chat -m big.gguf --draft small.gguf     replies by speculative decoding (same text
 //   ember chat -m big.gguf --draft-ngram 3        when greedy; the same distribution otherwise)
+//   ember chat -m qwen3.gguf --hide-thinking      leave the model's reasoning out (default: dimmed)
 //
 // The template is the model's tokenizer.chat_template; a file without one (a base model) gets
 // the family its vocabulary and architecture point at, with a one-line warning saying so
@@ -22,7 +23,9 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "cli/chat_setup.h"
 #include "cli/commands.h"
+#include "cli/reply_printer.h"
 #include "cli/generation_flags.h"
 #include "cli/grammar_flags.h"
 #include "engine/conversation.h"
@@ -44,6 +47,7 @@ struct ChatFlags {
   std::string chat_template;
   bool ignore_eos = false;
   GrammarFlags grammar;  // --grammar, --json-schema: every reply constrained
+  bool hide_thinking = false;
 };
 
 constexpr const char* kHelp =
@@ -66,7 +70,8 @@ void print_out(std::string_view text) {
 class ChatRepl {
  public:
   ChatRepl(ChatFlags& flags, LoadedModel& m, ChatTemplate chat_template)
-      : flags_(flags),
+      : reply_format_(chat_setup(m.model->gguf(), chat_template).reply),
+        flags_(flags),
         m_(m),
         params_(sampling_params(flags.gen)),
         sampler_(params_, m.context->n_ctx()),
@@ -134,7 +139,9 @@ class ChatRepl {
     Conversation::Reply reply;
     try {
       print_out(style_.assistant);
-      reply = conversation_.reply(text, options_, [&](std::string_view piece) { print_out(piece); });
+      ReplyPrinter printer(reply_format_, style_, !flags_.hide_thinking, print_out);
+      reply = conversation_.reply(text, options_, [&](std::string_view piece) { printer.push(piece); });
+      printer.finish();
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::ContextFull) throw;
       warn(e.what());
@@ -249,6 +256,7 @@ class ChatRepl {
     info(fmt::format("({} = {})", key, value));
   }
 
+  ReplyFormat reply_format_;  // how its replies mark reasoning
   ChatFlags& flags_;
   LoadedModel& m_;
   SamplingParams params_;
@@ -294,6 +302,7 @@ void add_chat(CLI::App& app) {
                   }() + ")");
   cmd->add_option("-n,--n-predict", flags->gen.n_predict, "most tokens per reply (-1: until end of generation)")
       ->capture_default_str();
+  cmd->add_flag("--hide-thinking", flags->hide_thinking, "leave the model's reasoning (<think>...</think>) out of replies");
   cmd->add_flag("--ignore-eos", flags->ignore_eos, "never stop at end-of-generation tokens (tests, benchmarks)");
   add_sampling_flags(cmd, flags->gen);
   add_draft_flags(cmd, flags->gen);

@@ -1,6 +1,7 @@
 // `ember serve`: an OpenAI-compatible HTTP server on the continuous-batching scheduler.
 //
 //   ember serve -m model.gguf [--host 127.0.0.1] [--port 8080] [-np 16] [--api-key KEY] [-c N]
+//               [--cors-origins https://app.example,http://localhost:5173 | '*']
 //               [--draft-ngram 3 | --draft small.gguf] [--draft-max 8]
 //
 // It listens first (GET /health answers 503 while the model loads), then serves until
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cli/chat_setup.h"
 #include "cli/commands.h"
 #include "cli/generation_flags.h"
 #include "engine/batch_job.h"
@@ -106,7 +108,10 @@ int run_serve(ServeFlags& f) {
   served.tokenizer = m.tokenizer.get();
   served.api.model_name = f.alias.empty() ? std::filesystem::path(f.gen.model).filename().string() : f.alias;
   served.api.defaults = CompletionDefaults{sampling_params(f.gen), f.gen.n_predict};
-  served.api.chat_template = &tmpl;
+  served.api.chat = chat_setup(m.model->gguf(), tmpl);
+  served.model_path = f.gen.model;
+  served.chat_template_text = std::string(m.model->gguf().find_string("tokenizer.chat_template").value_or(""));
+  served.slots = f.n_parallel;
   served.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   http.attach(served);
   fmt::print(stderr, "serve: ready: model '{}', {} sequences of {} tokens, {} KV blocks\n", served.api.model_name,
@@ -140,6 +145,8 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--port", flags->http.port, "port (0: any free one, printed)")->capture_default_str();
   cmd->add_option("--parallel", flags->n_parallel, "sequences decoded together (-np)")->capture_default_str();
   cmd->add_option("--api-key", flags->http.api_key, "require 'Authorization: Bearer KEY' (all but /health)");
+  cmd->add_option("--cors-origins", flags->http.cors_origins, "origins browsers may call from (comma-separated; * for any)")
+      ->delimiter(',');
   cmd->add_option("--alias", flags->alias, "the model's name in the API (default: the file name)");
   cmd->add_option("-n,--n-predict", flags->gen.n_predict, "max_tokens of requests that give none (-1: the context)")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 
 #include "engine/output_constraint.h"
 #include "grammar/grammar_cache.h"
+#include "engine/chat_fields.h"
 #include "template/chat_prompt.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -63,10 +64,49 @@ int logprobs_of(const json::Value& body, bool chat) {
   return on ? n : -1;
 }
 
+const json::Value& checked_messages(const json::Value& body) {
+  const json::Value* messages = json::find(body, "messages");
+  if (!messages || !messages->is_array() || json::as_array(*messages).empty())
+    fail(ErrorKind::InvalidArgument, "field 'messages' must be a non-empty array");
+  check_chat_messages(*messages);
+  return *messages;
+}
+
+std::string render(const json::Value& body, const ChatFields& fields, const ChatTemplate& chat_template) {
+  ChatPromptInput input;
+  input.messages = checked_messages(body);
+  input.tools = fields.tools;
+  input.template_kwargs = fields.template_kwargs;
+  return render_chat_prompt(chat_template, input).text;
+}
+
+// The prompt of a chat request and how its reply is read: a forced tool call's opening is
+// written at the end of the prompt and read back as the start of the reply.
+void set_chat_prompt(CompletionRequest& r, const json::Value& body, const ChatSetup& chat) {
+  const ChatFields fields = read_chat_fields(body);
+  r.prompt = render(body, fields, *chat.tmpl);
+  r.chat = true;
+  r.parallel_tool_calls = fields.parallel_tool_calls;
+  r.reply.format = chat.reply;
+  r.reply.reasoning_open = chat.reply.think_tags && prompt_opens_reasoning(r.prompt);
+  r.reply.parse_tools = fields.wants_calls() && chat.reply.tools != ToolCallSyntax::None;
+  if (r.reply.parse_tools && fields.forces_call()) {
+    const bool named = fields.tool_choice.mode == ToolChoice::Mode::Named;
+    r.reply.prefill = (r.reply.reasoning_open ? "</think>\n\n" : "") + forced_call_opening(chat.reply.tools, named ? fields.tool_choice.name : "");
+    r.reply.reasoning_open = false;
+    r.prompt += r.reply.prefill;
+  }
+}
+
 }  // namespace
 
+std::string render_chat_request(const json::Value& body, const ChatTemplate& chat_template) {
+  if (!body.is_object()) fail(ErrorKind::InvalidArgument, "the request must be a JSON object");
+  return render(body, read_chat_fields(body), chat_template);
+}
+
 CompletionRequest parse_completion_request(const json::Value& body, const CompletionDefaults& defaults,
-                                           const ChatTemplate& chat_template) {
+                                           const ChatSetup& chat) {
   if (!body.is_object()) fail(ErrorKind::InvalidArgument, "the request must be a JSON object");
   CompletionRequest r;
   r.sampling = defaults.sampling;
@@ -79,13 +119,11 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
     if (!prompt->is_string() || json::as_string(*prompt).empty())
       fail(ErrorKind::InvalidArgument, "field 'prompt' must be a non-empty string");
     r.prompt = json::as_string(*prompt);
+    for (const char* field : {"tools", "tool_choice", "parallel_tool_calls", "reasoning_effort", "chat_template_kwargs"})
+      if (const json::Value* v = json::find(body, field); v && !v->is_null())
+        fail(ErrorKind::InvalidArgument, "field '{}' is for chat requests ('messages')", field);
   } else {
-    if (!messages->is_array() || json::as_array(*messages).empty())
-      fail(ErrorKind::InvalidArgument, "field 'messages' must be a non-empty array");
-    ChatPromptInput input;
-    input.messages = *messages;
-    r.prompt = render_chat_prompt(chat_template, input).text;
-    r.chat = true;
+    set_chat_prompt(r, body, chat);
   }
   constexpr int64_t kMaxTokens = 1 << 20;
   for (const char* field : {"max_tokens", "max_completion_tokens"})
@@ -120,6 +158,10 @@ SequenceRequest sequence_request(const CompletionRequest& request, const Tokeniz
   s.max_tokens = request.max_tokens;
   if (!request.ignore_eos) s.stop_tokens = tok.eog_ids();
   s.stop_strings = request.stop;
+  // Markers that are control tokens of their vocabularies must reach the reply parser.
+  const ToolCallSyntax syntax = request.reply.format.tools;
+  s.render_special = syntax == ToolCallSyntax::Harmony ||
+                     (request.reply.parse_tools && (syntax == ToolCallSyntax::Mistral || syntax == ToolCallSyntax::Llama3Json));
   s.top_logprobs = request.top_logprobs;
   if (request.grammar) s.grammar = grammar::token_grammar(request.grammar, tok);
   return s;

@@ -2,6 +2,8 @@
 // one JSON object: shared by `ember batch` (one object per line) and the server.
 //
 //   prompt | messages[{role, content}]    one of them; messages go through the chat template
+//   tools, tool_choice, parallel_tool_calls, reasoning_effort, chat_template_kwargs
+//                                         chat only (engine/chat_fields.h)
 //   max_tokens | max_completion_tokens    generated tokens at most (default: the caller's)
 //   temperature, top_p, top_k, min_p, seed, presence_penalty, frequency_penalty
 //   stop                                  a string or up to 4 strings, not included in the text
@@ -17,6 +19,7 @@
 
 #include "engine/scheduler.h"
 #include "sampling/params.h"
+#include "template/reply_parser.h"
 #include "util/json.h"
 
 namespace ember {
@@ -34,11 +37,20 @@ struct CompletionRequest {
   int top_logprobs = -1;            // >= 0: report log-probabilities with this many alternatives
   bool ignore_eos = false;
   std::shared_ptr<const grammar::Grammar> grammar;  // the output must match it (null: free)
+  ReplyParserOptions reply;         // chat: how its reasoning and tool calls are read from the text
+  bool parallel_tool_calls = true;  // false: only the first call is kept
 };
 
 struct CompletionDefaults {
   SamplingParams sampling;
   int max_tokens = -1;
+};
+
+// What chat requests need of the model: its template, and how its replies write tool calls
+// and reasoning (reply_format_for the template's text).
+struct ChatSetup {
+  const ChatTemplate* tmpl = nullptr;
+  ReplyFormat reply;
 };
 
 // The scheduler's request for it: the prompt tokenized (BOS as the vocabulary says, turn
@@ -48,6 +60,10 @@ SequenceRequest sequence_request(const CompletionRequest& request, const Tokeniz
 
 // Throws Error(InvalidArgument) naming the field and what was wrong with it.
 CompletionRequest parse_completion_request(const json::Value& body, const CompletionDefaults& defaults,
-                                           const ChatTemplate& chat_template);
+                                           const ChatSetup& chat);
+
+// The prompt for a body's messages (and tools, chat_template_kwargs), with the generation
+// prompt: what a chat request would tokenize, before any forced tool-call opening.
+std::string render_chat_request(const json::Value& body, const ChatTemplate& chat_template);
 
 }  // namespace ember

@@ -114,7 +114,8 @@ void Scheduler::release(Sequence& s) {
 void Scheduler::finish(Sequence& s, FinishReason reason) {
   const std::string held_back = s.flush_text();
   if (!held_back.empty() && events_.on_text) events_.on_text(s.id, held_back);
-  const SequenceEnd end{reason, s.reused, s.shifted, s.slot >= 0 ? std::min<int>(s.n_computed, s.tokens.size()) : 0};
+  const SequenceEnd end{reason, s.reused, s.shifted, s.slot >= 0 ? std::min<int>(s.n_computed, s.tokens.size()) : 0,
+                        std::max(s.prompt_cached, 0)};
   if (s.slot >= 0) {
     if (s.cache_key != 0) park(s);
     else release(s);
@@ -139,13 +140,17 @@ void Scheduler::retire_cancelled() {
 // Gives `s` a slot: its parked cache when it resumes one (the common prefix kept), else a
 // free one with what the prefix cache holds of its tokens.
 void Scheduler::seat(Sequence& s) {
-  if (s.resume && take_parked(s)) return;
+  if (s.resume && take_parked(s)) {
+    if (s.prompt_cached < 0) s.prompt_cached = s.reused;
+    return;
+  }
   s.slot = free_slots_.back();
   free_slots_.pop_back();
   s.n_computed = ctx_.kv_attach_prefix(s.slot, s.tokens);
   if (draft_ && s.model_draft) draft_->attach(s.slot, s.tokens);
   stats_.cached_tokens += s.n_computed;
   stats_.prefix_lookup_tokens += static_cast<int64_t>(s.tokens.size());
+  if (s.prompt_cached < 0) s.prompt_cached = s.n_computed;  // a recomputation after preemption is not the prompt's
 }
 
 // Admits waiting sequences in order while slots are free and the pool has room for all

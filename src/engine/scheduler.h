@@ -79,6 +79,7 @@ struct SequenceRequest {
   std::vector<int32_t> stop_tokens;  // end generation (not emitted): the tokenizer's end-of-generation ids
   std::vector<int32_t> banned_tokens;     // never sampled (--ignore-eos bans the end-of-generation ids)
   std::vector<std::string> stop_strings;  // end generation, not included (needs SchedulerOptions::tokenizer)
+  bool render_special = false;       // control tokens' text is part of the generated text
   int top_logprobs = -1;             // >= 0: report each token's log-probability and this many likeliest
   SequenceDrafting draft;            // speculative drafting (off by default)
   // A full context drops old tokens (after the context's n_keep) and goes on, instead of
@@ -134,6 +135,7 @@ struct SequenceEnd {
   int reused_tokens = 0;   // of its prompt, found in the parked cache it resumed
   int shifted_tokens = 0;  // dropped by context shifts
   int cached_tokens = 0;   // held in its KV cache at the end
+  int prompt_cached = 0;   // of its prompt, found in the prefix cache or its parked cache when first seated
 };
 
 struct SchedulerOptions {

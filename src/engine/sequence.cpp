@@ -56,7 +56,7 @@ Sequence::Sequence(int id_, SequenceRequest&& r, int n_ctx, const Tokenizer* tok
   draft_rng = draft_stream(borrowed && r.draft.model ? sampler_->rng().next_u64() : sampler_->seed());
   if (r.draft.ngram > 0) draft = std::make_unique<NgramDraft>(r.draft.ngram);
   if (r.grammar) matcher = std::make_unique<grammar::TokenMatcher>(std::move(r.grammar));
-  if (tok) text_.emplace(*tok, std::move(r.stop_strings));
+  if (tok) text_.emplace(*tok, std::move(r.stop_strings), r.render_special);
 }
 
 TakenToken Sequence::take(int32_t token) {

@@ -75,6 +75,7 @@ class Sequence {
   uint64_t cache_key;           // park the KV cache under this key at the end (0: no)
   bool resume;                  // start from the parked cache of cache_key
   int reused = 0, shifted = 0;  // tokens found in a parked cache / dropped by shifts
+  int prompt_cached = -1;       // tokens already computed when first seated (-1: not seated yet)
 
   // Drafting.
   std::unique_ptr<DraftSource> draft;  // n-gram lookup (null: none, or a draft model)

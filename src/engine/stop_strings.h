@@ -34,7 +34,10 @@ class StopStringFilter {
 // shown at once; together they are the whole text.
 class GeneratedText {
  public:
-  GeneratedText(const Tokenizer& tok, std::vector<std::string> stops) : decoder_(tok), filter_(std::move(stops)) {}
+  // render_special: control tokens' text is part of it (a reply parser reads markers such as
+  // [TOOL_CALLS] or Harmony's <|channel|> that are control tokens of their vocabularies).
+  GeneratedText(const Tokenizer& tok, std::vector<std::string> stops, bool render_special = false)
+      : decoder_(tok, StreamingDecoder::LeadingSpace::Keep, render_special), filter_(std::move(stops)) {}
   std::string push(int32_t token) { return filter_.push(decoder_.push(token)); }
   std::string finish();  // at the end of generation: what is still held back
   bool stopped() const { return filter_.stopped(); }

@@ -9,12 +9,11 @@ namespace {
 
 // Fields that would change the answer in ways ember does not implement.
 void refuse_unsupported(const json::Value& body) {
-  for (const char* field : {"tools", "functions", "tool_choice", "function_call", "suffix", "logit_bias", "best_of"}) {
+  for (const char* field : {"functions", "function_call", "suffix", "logit_bias", "best_of"}) {
     const json::Value* v = json::find(body, field);
     if (!v || v->is_null()) continue;
     const bool harmless = (v->is_array() && json::as_array(*v).empty()) || (v->is_object() && json::as_object(*v).empty()) ||
-                          (std::string_view(field) == "best_of" && v->is_number_integer() && json::as_int(*v) == 1) ||
-                          (std::string_view(field) == "tool_choice" && v->is_string() && json::as_string(*v) == "none");
+                          (std::string_view(field) == "best_of" && v->is_number_integer() && json::as_int(*v) == 1);
     if (!harmless) throw bad_request(fmt::format("field '{}' is not supported by ember", field));
   }
   if (bool_field(body, "echo", false)) throw bad_request("field 'echo' is not supported by ember");
@@ -57,7 +56,10 @@ bool bool_field(const json::Value& body, const char* field, bool fallback) {
 }
 
 ApiRequest read_api_request(std::string_view text, Endpoint endpoint, const ApiContext& context) {
-  const json::Value body = read_json_object(text);
+  return read_api_body(read_json_object(text), endpoint, context);
+}
+
+ApiRequest read_api_body(const json::Value& body, Endpoint endpoint, const ApiContext& context) {
   check_model(body, context.model_name);
   check_endpoint(body, endpoint);
   refuse_unsupported(body);
@@ -68,7 +70,7 @@ ApiRequest read_api_request(std::string_view text, Endpoint endpoint, const ApiC
     r.include_usage = bool_field(*so, "include_usage", false);
   }
   try {
-    r.completion = parse_completion_request(body, context.defaults, *context.chat_template);
+    r.completion = parse_completion_request(body, context.defaults, context.chat);
   } catch (const Error& e) {
     throw bad_request(e.what());
   }

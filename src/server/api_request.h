@@ -22,10 +22,13 @@ struct ApiRequest {
 struct ApiContext {
   std::string model_name;  // requests naming another model are refused
   CompletionDefaults defaults;
-  const ChatTemplate* chat_template = nullptr;
+  ChatSetup chat;
 };
 
 ApiRequest read_api_request(std::string_view body, Endpoint endpoint, const ApiContext& context);
+// The same for a body already parsed (the Responses and Messages APIs translate theirs
+// into a chat completions body).
+ApiRequest read_api_body(const json::Value& body, Endpoint endpoint, const ApiContext& context);
 
 // The pieces every JSON endpoint shares: the body as an object (400 invalid_json with the
 // byte offset, or 400 when it is not an object), and an optional boolean field.

@@ -46,54 +46,75 @@ ApiError unfinished(const std::string& reason) {
 
 bool ended_by_server(const std::string& reason) { return reason == "cancelled" || reason == "error"; }
 
-void answer_whole(const ServedModel& model, const ApiRequest& r, const std::shared_ptr<ResponseStream>& stream,
-                  const ResponseHeader& header, httplib::Response& res) {
-  std::string text;
+// The reply's pieces as the request allows them: with parallel_tool_calls false, the
+// calls after the first are dropped.
+class ReplyReader {
+ public:
+  explicit ReplyReader(const CompletionRequest& c) : parser_(make_reply_parser(c.reply)), one_call_(!c.parallel_tool_calls) {}
+  ReplyPieces push(std::string_view text) { return allowed(parser_->push(text)); }
+  ReplyPieces finish() { return allowed(parser_->finish()); }
+
+ private:
+  ReplyPieces allowed(ReplyPieces pieces) {
+    ReplyPieces out;
+    for (ReplyPiece& p : pieces) {
+      if (p.kind == ReplyPiece::Kind::ToolCall && one_call_ && calls_++ > 0) continue;
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+  std::unique_ptr<ReplyParser> parser_;
+  bool one_call_;
+  int calls_ = 0;
+};
+
+void answer_whole(const ApiRequest& r, const std::shared_ptr<ResponseStream>& stream, ReplyWriter& writer,
+                  httplib::Response& res) {
+  ReplyReader reader(r.completion);
+  ParsedReply reply;
   std::vector<TokenLogprobs> logprobs;
   for (;;) {
     StreamUpdate u = stream->take(std::chrono::hours(1));
-    text += u.text;
+    reply.add(reader.push(u.text));
     logprobs.insert(logprobs.end(), u.logprobs.begin(), u.logprobs.end());
     if (u.finished) break;
   }
+  reply.add(reader.finish());
   const StreamResult result = stream->result();
   if (ended_by_server(result.finish_reason)) throw unfinished(result.finish_reason);
-  res.set_content(response_body(header, text, logprobs, r.completion.top_logprobs >= 0, result, *model.tokenizer),
-                  "application/json");
+  res.set_content(writer.whole(reply, logprobs, result), "application/json");
 }
 
 void answer_stream(const ServedModel& model, const ApiRequest& r, std::shared_ptr<ResponseStream> stream,
-                   const ResponseHeader& header, httplib::Response& res) {
-  const bool with_logprobs = r.completion.top_logprobs >= 0;
-  const bool usage = r.include_usage;
+                   std::shared_ptr<ReplyWriter> writer, httplib::Response& res) {
   ServingEngine* engine = model.engine;
-  const Tokenizer* tok = model.tokenizer;
+  auto reader = std::make_shared<ReplyReader>(r.completion);
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider("text/event-stream", [=](size_t, httplib::DataSink& sink) {
     auto send = [&](const std::string& event) {
-      if (sink.write(event.data(), event.size())) return true;
+      if (event.empty() || sink.write(event.data(), event.size())) return true;
       engine->cancel(stream);  // the client went away: free its sequence
       return false;
     };
-    bool first = true;
+    if (!send(writer->stream_start())) return false;
     for (;;) {
       StreamUpdate u = stream->take(kHeartbeat);
-      if (!u.text.empty() || !u.logprobs.empty() || (first && header.endpoint == Endpoint::ChatCompletions)) {
-        if (!send(chunk_event(header, u.text, u.logprobs, with_logprobs, "", first, *tok))) return false;
-        first = false;
+      ReplyPieces pieces = reader->push(u.text);
+      if (u.finished) {
+        ReplyPieces rest = reader->finish();
+        pieces.insert(pieces.end(), rest.begin(), rest.end());
+      }
+      if (!pieces.empty() || !u.logprobs.empty()) {
+        if (!send(writer->stream_pieces(pieces, u.logprobs))) return false;
       } else if (!u.finished && !send(": keep-alive\n\n")) {
         return false;
       }
       if (u.finished) break;
     }
     const StreamResult result = stream->result();
-    if (ended_by_server(result.finish_reason)) {
-      send(error_event(error_body(unfinished(result.finish_reason))));
-    } else {
-      if (!send(chunk_event(header, "", {}, false, result.finish_reason, false, *tok))) return false;
-      if (usage && !send(usage_event(header, result))) return false;
-    }
-    if (!send(kDoneEvent)) return false;
+    const std::string end = ended_by_server(result.finish_reason) ? writer->stream_error(unfinished(result.finish_reason))
+                                                                  : writer->stream_end(result);
+    if (!send(end)) return false;
     sink.done();
     return true;
   });
@@ -101,13 +122,17 @@ void answer_stream(const ServedModel& model, const ApiRequest& r, std::shared_pt
 
 }  // namespace
 
+void serve_generation(const ServedModel& model, const ApiRequest& r, std::unique_ptr<ReplyWriter> writer,
+                      httplib::Response& res) {
+  std::shared_ptr<ResponseStream> stream = queue(model, r, Clock::now());
+  if (r.stream) answer_stream(model, r, std::move(stream), std::move(writer), res);
+  else answer_whole(r, stream, *writer, res);
+}
+
 void handle_completion(const ServedModel& model, Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
-  const Clock::time_point arrival = Clock::now();
   const ApiRequest r = read_api_request(req.body, endpoint, model.api);
-  std::shared_ptr<ResponseStream> stream = queue(model, r, arrival);
-  const ResponseHeader header = make_header(endpoint, model.api.model_name);
-  if (r.stream) answer_stream(model, r, std::move(stream), header, res);
-  else answer_whole(model, r, stream, header, res);
+  const OpenAiOptions options{r.completion.top_logprobs >= 0, r.include_usage};
+  serve_generation(model, r, openai_writer(make_header(endpoint, model.api.model_name), options, *model.tokenizer), res);
 }
 
 }  // namespace ember::server

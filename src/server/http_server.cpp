@@ -2,9 +2,11 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <semaphore>
 
+#include "server/agent_handlers.h"
 #include "server/api_error.h"
 #include "server/auth.h"
 #include "server/completion_handler.h"
@@ -107,8 +109,31 @@ bool HttpServer::wait_for_responses(std::chrono::milliseconds timeout) { return 
 
 void HttpServer::stop() { http_->stop(); }
 
-bool HttpServer::authorized(const std::string& authorization) const {
-  return opts_.api_key.empty() || bearer_matches(authorization, opts_.api_key);
+// Bearer (OpenAI's clients) or x-api-key (Anthropic's).
+bool HttpServer::authorized(const httplib::Request& req) const {
+  if (opts_.api_key.empty()) return true;
+  if (req.has_header("x-api-key")) return constant_time_equal(req.get_header_value("x-api-key"), opts_.api_key);
+  return bearer_matches(req.get_header_value("Authorization"), opts_.api_key);
+}
+
+// Access-Control-* headers for an allowed Origin; a preflight (OPTIONS with
+// Access-Control-Request-Method) is answered here, before authentication, since browsers
+// send no credentials with it.
+bool HttpServer::cors(const httplib::Request& req, httplib::Response& res) const {
+  if (opts_.cors_origins.empty() || !req.has_header("Origin")) return false;
+  const std::string origin = req.get_header_value("Origin");
+  const auto& allowed = opts_.cors_origins;
+  const bool any = std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+  if (!any && std::find(allowed.begin(), allowed.end(), origin) == allowed.end()) return false;
+  res.set_header("Access-Control-Allow-Origin", origin);
+  res.set_header("Vary", "Origin");
+  if (req.method != "OPTIONS" || !req.has_header("Access-Control-Request-Method")) return false;
+  res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+  res.set_header("Access-Control-Allow-Headers", asked.empty() ? "Authorization, Content-Type, x-api-key, anthropic-version" : asked);
+  res.set_header("Access-Control-Max-Age", "86400");
+  res.status = 204;
+  return true;
 }
 
 void HttpServer::routes() {
@@ -118,9 +143,11 @@ void HttpServer::routes() {
   // for everything but /health, /metrics and the document.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     in_flight_.begin(&req);  // ended by the logger, once the answer is written
+    if (cors(req, res)) return httplib::Server::HandlerResponse::Handled;
     const bool open = req.path == "/health" || req.path == "/openapi.json" || (opts_.metrics_no_auth && req.path == "/metrics");
-    if (!open && !authorized(req.get_header_value("Authorization"))) {
-      send_error(res, ApiError(401, "authentication_error", "missing or wrong API key (Authorization: Bearer KEY)", "", "invalid_api_key"));
+    if (!open && !authorized(req)) {
+      send_error(res, ApiError(401, "authentication_error", "missing or wrong API key (Authorization: Bearer KEY, or x-api-key: KEY)", "",
+                               "invalid_api_key"));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!open && req.path != "/metrics" && !ready_) {
@@ -176,6 +203,17 @@ void HttpServer::routes() {
   };
   s.Post("/v1/completions", completion(Endpoint::Completions));
   s.Post("/v1/chat/completions", completion(Endpoint::ChatCompletions));
+  auto generation = [this](void (*handler)(const ServedModel&, const httplib::Request&, httplib::Response&)) {
+    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+      if (draining_) throw ApiError(503, "server_error", "the server is shutting down", "", "shutting_down");
+      handler(model_, req, res);
+    };
+  };
+  s.Post("/v1/responses", generation(handle_responses));
+  s.Post("/v1/messages", generation(handle_messages));
+  s.Post("/v1/messages/count_tokens", [this](const httplib::Request& req, httplib::Response& res) { handle_count_tokens(model_, req, res); });
+  s.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) { handle_apply_template(model_, req, res); });
+  s.Get("/props", [this](const httplib::Request&, httplib::Response& res) { handle_props(model_, res); });
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     send_json(res, 200, tokenize(*model_.tokenizer, read_json_object(req.body)));
   });

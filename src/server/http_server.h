@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/drain.h"
 #include "server/metrics.h"
@@ -12,6 +13,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace ember::server {
@@ -19,7 +22,10 @@ namespace ember::server {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                     // 0: any free port (the chosen one is returned by bind)
-  std::string api_key;                 // empty: no authentication
+  std::string api_key;                 // empty: no authentication; else Bearer or x-api-key
+  // Origins browsers may call from (CORS): "*" for any (the Origin is reflected); empty: no
+  // CORS headers and no preflight answers.
+  std::vector<std::string> cors_origins;
   size_t max_body_bytes = 4u << 20;    // 413 beyond
   int max_connections = 128;           // served at once; more wait in the kernel's backlog
   int read_timeout_s = 30;             // a client that stops sending its request
@@ -42,7 +48,8 @@ class HttpServer {
 
  private:
   void routes();
-  bool authorized(const std::string& authorization) const;
+  bool authorized(const httplib::Request& req) const;
+  bool cors(const httplib::Request& req, httplib::Response& res) const;  // true: a preflight, answered
 
   ServerOptions opts_;
   ServerMetrics& metrics_;

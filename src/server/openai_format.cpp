@@ -52,22 +52,122 @@ Json completion_logprobs(const std::vector<TokenLogprobs>& lps, const Tokenizer&
   return Json{{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
-Json logprobs_json(const ResponseHeader& h, const std::vector<TokenLogprobs>& lps, bool with, const Tokenizer& tok) {
-  if (!with) return nullptr;
-  return h.endpoint == Endpoint::ChatCompletions ? chat_logprobs(lps, tok) : completion_logprobs(lps, tok);
-}
-
 Json usage(const StreamResult& r) {
   return Json{{"prompt_tokens", r.prompt_tokens},
               {"completion_tokens", r.completion_tokens},
-              {"total_tokens", r.prompt_tokens + r.completion_tokens}};
-}
-
-Json envelope(const ResponseHeader& h, const char* object) {
-  return Json{{"id", h.id}, {"object", object}, {"created", h.created}, {"model", h.model}};
+              {"total_tokens", r.prompt_tokens + r.completion_tokens},
+              {"prompt_tokens_details", Json{{"cached_tokens", r.cached_tokens}}}};
 }
 
 Json reason(const std::string& r) { return r.empty() ? Json(nullptr) : Json(r); }
+
+Json call_json(const ToolCall& c) {
+  return Json{{"id", c.id}, {"type", "function"}, {"function", Json{{"name", c.name}, {"arguments", c.arguments}}}};
+}
+
+class OpenAiWriter final : public ReplyWriter {
+ public:
+  OpenAiWriter(const ResponseHeader& h, const OpenAiOptions& o, const Tokenizer& tok)
+      : h_(h), o_(o), tok_(tok), chat_(h.endpoint == Endpoint::ChatCompletions) {}
+
+  std::string whole(const ParsedReply& reply, const std::vector<TokenLogprobs>& logprobs, const StreamResult& result) override {
+    Json choice{{"index", 0}};
+    if (chat_) choice["message"] = message(reply);
+    else choice["text"] = reply.content;
+    choice["logprobs"] = logprobs_json(logprobs);
+    choice["finish_reason"] = reason(finish_reason_of(result, !reply.tool_calls.empty()));
+    Json j = envelope();
+    j["choices"] = Json::array({choice});
+    j["usage"] = usage(result);
+    return dump(j);
+  }
+
+  std::string stream_start() override {
+    return chat_ ? chunk(Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr) : std::string();
+  }
+
+  std::string stream_pieces(const ReplyPieces& pieces, const std::vector<TokenLogprobs>& logprobs) override {
+    std::string out;
+    Json lp = logprobs_json(logprobs);
+    bool pending = !logprobs.empty();
+    auto emit = [&](Json delta) {
+      out += chunk(std::move(delta), lp, nullptr);
+      lp = logprobs_json({});  // the tokens' log-probabilities go with the first chunk
+      pending = false;
+    };
+    for (const ReplyPiece& p : pieces) {
+      if (!chat_) {
+        emit(Json(p.text));
+      } else if (p.kind == ReplyPiece::Kind::Content) {
+        emit(Json{{"content", p.text}});
+      } else if (p.kind == ReplyPiece::Kind::Reasoning) {
+        emit(Json{{"reasoning_content", p.text}, {"reasoning", p.text}});
+      } else {
+        const int index = calls_++;
+        emit(Json{{"tool_calls", Json::array({Json{{"index", index}, {"id", p.call.id}, {"type", "function"},
+                                                    {"function", Json{{"name", p.call.name}, {"arguments", ""}}}}})}});
+        emit(Json{{"tool_calls", Json::array({Json{{"index", index}, {"function", Json{{"arguments", p.call.arguments}}}}})}});
+      }
+    }
+    if (pending) emit(chat_ ? Json::object() : Json(""));
+    return out;
+  }
+
+  std::string stream_end(const StreamResult& result) override {
+    std::string out = chunk(chat_ ? Json::object() : Json(""), nullptr, reason(finish_reason_of(result, calls_ > 0)));
+    if (o_.include_usage) {
+      Json j = envelope();
+      j["choices"] = Json::array();
+      j["usage"] = usage(result);
+      out += sse_event(dump(j));
+    }
+    return out + kDoneEvent;
+  }
+
+  std::string stream_error(const ApiError& error) override { return sse_event(error_body(error)) + kDoneEvent; }
+
+ private:
+  Json envelope() const {
+    const char* object = chat_ ? (streaming_ ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+    return Json{{"id", h_.id}, {"object", object}, {"created", h_.created}, {"model", h_.model}};
+  }
+
+  Json message(const ParsedReply& reply) const {
+    Json m{{"role", "assistant"}, {"content", reply.content.empty() && !reply.tool_calls.empty() ? Json(nullptr) : Json(reply.content)}};
+    if (!reply.reasoning.empty()) m["reasoning_content"] = m["reasoning"] = reply.reasoning;
+    if (!reply.tool_calls.empty()) {
+      Json calls = Json::array();
+      for (const ToolCall& c : reply.tool_calls) calls.push_back(call_json(c));
+      m["tool_calls"] = calls;
+    }
+    return m;
+  }
+
+  Json logprobs_json(const std::vector<TokenLogprobs>& lps) const {
+    if (!o_.with_logprobs) return nullptr;
+    return chat_ ? chat_logprobs(lps, tok_) : completion_logprobs(lps, tok_);
+  }
+
+  // One chunk: `delta` is the chat delta, or the completion's text.
+  std::string chunk(Json delta, Json logprobs, Json finish) {
+    streaming_ = true;
+    Json choice{{"index", 0}};
+    if (chat_) choice["delta"] = std::move(delta);
+    else choice["text"] = std::move(delta);
+    choice["logprobs"] = o_.with_logprobs ? std::move(logprobs) : Json(nullptr);
+    choice["finish_reason"] = std::move(finish);
+    Json j = envelope();
+    j["choices"] = Json::array({choice});
+    return sse_event(dump(j));
+  }
+
+  ResponseHeader h_;
+  OpenAiOptions o_;
+  const Tokenizer& tok_;
+  bool chat_;
+  bool streaming_ = false;
+  int calls_ = 0;  // streamed so far: the next call's index
+};
 
 }  // namespace
 
@@ -79,46 +179,8 @@ ResponseHeader make_header(Endpoint endpoint, const std::string& model) {
                         std::chrono::duration_cast<std::chrono::seconds>(now).count(), model};
 }
 
-std::string response_body(const ResponseHeader& h, const std::string& text, const std::vector<TokenLogprobs>& logprobs,
-                          bool with_logprobs, const StreamResult& result, const Tokenizer& tok) {
-  const bool chat = h.endpoint == Endpoint::ChatCompletions;
-  Json choice{{"index", 0}};
-  if (chat) choice["message"] = Json{{"role", "assistant"}, {"content", text}};
-  else choice["text"] = text;
-  choice["logprobs"] = logprobs_json(h, logprobs, with_logprobs, tok);
-  choice["finish_reason"] = reason(result.finish_reason);
-  Json j = envelope(h, chat ? "chat.completion" : "text_completion");
-  j["choices"] = Json::array({choice});
-  j["usage"] = usage(result);
-  return dump(j);
+std::unique_ptr<ReplyWriter> openai_writer(const ResponseHeader& h, const OpenAiOptions& options, const Tokenizer& tok) {
+  return std::make_unique<OpenAiWriter>(h, options, tok);
 }
-
-std::string chunk_event(const ResponseHeader& h, const std::string& text, const std::vector<TokenLogprobs>& logprobs,
-                        bool with_logprobs, const std::string& finish_reason, bool first, const Tokenizer& tok) {
-  const bool chat = h.endpoint == Endpoint::ChatCompletions;
-  Json choice{{"index", 0}};
-  if (chat) {
-    Json delta = Json::object();
-    if (first) delta["role"] = "assistant";
-    if (!text.empty() || first) delta["content"] = text;
-    choice["delta"] = delta;
-  } else {
-    choice["text"] = text;
-  }
-  choice["logprobs"] = logprobs_json(h, logprobs, with_logprobs, tok);
-  choice["finish_reason"] = reason(finish_reason);
-  Json j = envelope(h, chat ? "chat.completion.chunk" : "text_completion");
-  j["choices"] = Json::array({choice});
-  return "data: " + dump(j) + "\n\n";
-}
-
-std::string usage_event(const ResponseHeader& h, const StreamResult& result) {
-  Json j = envelope(h, h.endpoint == Endpoint::ChatCompletions ? "chat.completion.chunk" : "text_completion");
-  j["choices"] = Json::array();
-  j["usage"] = usage(result);
-  return "data: " + dump(j) + "\n\n";
-}
-
-std::string error_event(const std::string& error_body) { return "data: " + error_body + "\n\n"; }
 
 }  // namespace ember::server

@@ -1,13 +1,16 @@
 // The bodies of OpenAI's completion answers: whole responses, streamed chunks, the usage
-// chunk, and log-probabilities in each endpoint's shape. Text that is not valid UTF-8 (a
-// token cut mid-character at the very end) is written with U+FFFD.
+// chunk, and log-probabilities in each endpoint's shape. A chat reply carries its answer
+// in content, its reasoning in reasoning_content (llama-server's and DeepSeek's name) and
+// reasoning (vLLM's), and its tool calls in tool_calls; streamed, a call is a delta with its
+// index, id and name, then one with its arguments. Text that is not valid UTF-8 (a token
+// cut mid-character at the very end) is written with U+FFFD.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "server/api_request.h"
-#include "server/response_stream.h"
+#include "server/reply_writer.h"
 
 namespace ember {
 class Tokenizer;
@@ -25,14 +28,12 @@ struct ResponseHeader {
 
 ResponseHeader make_header(Endpoint endpoint, const std::string& model);
 
-std::string response_body(const ResponseHeader& h, const std::string& text, const std::vector<TokenLogprobs>& logprobs,
-                          bool with_logprobs, const StreamResult& result, const Tokenizer& tok);
+struct OpenAiOptions {
+  bool with_logprobs = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+std::unique_ptr<ReplyWriter> openai_writer(const ResponseHeader& h, const OpenAiOptions& options, const Tokenizer& tok);
 
-// One "data: …\n\n" event. finish_reason empty: not finished. first: the chat role delta.
-std::string chunk_event(const ResponseHeader& h, const std::string& text, const std::vector<TokenLogprobs>& logprobs,
-                        bool with_logprobs, const std::string& finish_reason, bool first, const Tokenizer& tok);
-std::string usage_event(const ResponseHeader& h, const StreamResult& result);
-std::string error_event(const std::string& error_body);
 inline constexpr const char* kDoneEvent = "data: [DONE]\n\n";
 
 }  // namespace ember::server

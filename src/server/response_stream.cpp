@@ -12,11 +12,12 @@ void ResponseStream::deliver(std::string_view text, const TokenLogprobs* logprob
   cv_.notify_all();
 }
 
-void ResponseStream::finish(std::string_view reason) {
+void ResponseStream::finish(std::string_view reason, int cached_tokens) {
   {
     std::lock_guard lock(mu_);
     pending_.finished = true;
     result_.finish_reason = reason;
+    result_.cached_tokens = cached_tokens;
   }
   cv_.notify_all();
 }

@@ -22,6 +22,7 @@ struct StreamResult {
   std::string finish_reason;  // "stop", "length", or "cancelled" (disconnect, shutdown)
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;  // of the prompt, found in the prefix cache (usage.prompt_tokens_details)
 };
 
 class ResponseStream {
@@ -30,7 +31,7 @@ class ResponseStream {
 
   // Engine side.
   void deliver(std::string_view text, const TokenLogprobs* logprobs, bool new_token);
-  void finish(std::string_view reason);
+  void finish(std::string_view reason, int cached_tokens = 0);
 
   // HTTP side: waits up to `timeout` for anything new (returns at once when there is).
   StreamUpdate take(std::chrono::milliseconds timeout);

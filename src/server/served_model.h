@@ -3,6 +3,7 @@
 // that the handlers need not know the server.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "server/api_request.h"
 #include "server/serving_engine.h"
@@ -14,6 +15,10 @@ struct ServedModel {
   const Tokenizer* tokenizer = nullptr;
   ApiContext api;
   int64_t created = 0;  // unix seconds, for /v1/models
+  // For /props.
+  std::string model_path;
+  std::string chat_template_text;  // the GGUF's tokenizer.chat_template ("" when it has none)
+  int slots = 0;                   // sequences decoded together (-np)
 };
 
 }  // namespace ember::server

@@ -23,7 +23,7 @@ std::unique_ptr<Scheduler> ServingEngine::make_scheduler() {
   Scheduler::Events events;
   events.on_token = [this](int id, int32_t) { on_token(id); };
   events.on_text = [this](int id, std::string_view text) { on_text(id, text); };
-  events.on_finish = [this](int id, const SequenceEnd& end) { on_finish(id, end.reason); };
+  events.on_finish = [this](int id, const SequenceEnd& end) { on_finish(id, end); };
   events.on_logprobs = [this](int id, const TokenLogprobs& lp) {
     Active& a = active_.at(id);
     a.have_logprobs = true;
@@ -139,10 +139,10 @@ void ServingEngine::on_text(int id, std::string_view text) {
   a.have_logprobs = a.new_token = false;
 }
 
-void ServingEngine::on_finish(int id, FinishReason reason) {
+void ServingEngine::on_finish(int id, const SequenceEnd& end) {
   auto it = active_.find(id);
   Active& a = it->second;
-  a.stream->finish(finish_reason_name(reason));
+  a.stream->finish(finish_reason_name(end.reason), end.prompt_cached);
   id_of_.erase(a.stream.get());
   active_.erase(it);
 }

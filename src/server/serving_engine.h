@@ -66,7 +66,7 @@ class ServingEngine {
   void apply(Command& c);
   void on_token(int id);
   void on_text(int id, std::string_view text);
-  void on_finish(int id, FinishReason reason);
+  void on_finish(int id, const SequenceEnd& end);
   void publish();
   void end_all(const char* reason);
 

@@ -19,7 +19,7 @@ const ember::server::ApiContext& context() {
   static const ember::server::ApiContext ctx = [] {
     ember::server::ApiContext c;
     c.model_name = "fuzz-model";
-    c.chat_template = &tmpl;
+    c.chat = ember::ChatSetup{&tmpl, ember::reply_format_for("<tool_call> <think>")};
     return c;
   }();
   return ctx;

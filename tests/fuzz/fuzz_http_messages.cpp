@@ -1,0 +1,48 @@
+// libFuzzer target for POST /v1/messages (Anthropic)' request path (`make fuzz`): any body is
+// translated into a chat completions body and read as one; it must be accepted or refused
+// with an ApiError -- never crash, hang or hit UB -- and the translation's result must be
+// a body the chat path reads without any other kind of error.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "server/api_error.h"
+#include "server/api_request.h"
+#include "server/messages_api.h"
+#include "tokenizer/chat_template.h"
+
+namespace {
+
+volatile size_t g_sink;
+
+const ember::server::ApiContext& context() {
+  static const ember::ChatTemplate tmpl = ember::ChatTemplate::by_name("chatml");
+  static const ember::server::ApiContext ctx = [] {
+    ember::server::ApiContext c;
+    c.model_name = "fuzz-model";
+    c.chat = ember::ChatSetup{&tmpl, ember::reply_format_for("<tool_call> <think>")};
+    return c;
+  }();
+  return ctx;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    // The first byte picks /v1/messages or /v1/messages/count_tokens (no max_tokens needed).
+    if (text.empty()) return 0;
+    const bool count_only = text[0] & 1;
+    const ember::json::Value chat = ember::server::chat_body_from_messages(ember::server::read_json_object(text.substr(1)), count_only);
+    if (count_only) {
+      g_sink = chat.dump().size();
+      return 0;
+    }
+    const ember::server::ApiRequest r = ember::server::read_api_body(chat, ember::server::Endpoint::ChatCompletions, context());
+    g_sink = r.completion.prompt.size() + r.completion.reply.prefill.size();
+  } catch (const ember::server::ApiError& e) {
+    g_sink = ember::server::error_body(e).size();
+  }
+  return 0;
+}
