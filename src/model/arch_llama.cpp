@@ -1,6 +1,7 @@
 // llama: Llama 1/2/3, Mistral, TinyLlama, SmolLM (and llama2.c checkpoints converted by
 // `ember convert llama2c`). GQA, adjacent-pair RoPE ("normal" rope: pairs x[2i], x[2i+1]),
-// optional linear RoPE scaling, SwiGLU FFN, output head optional (tied to token_embd).
+// optional linear RoPE scaling, SwiGLU FFN, output head optional (tied to token_embd);
+// a file with experts (Mixtral) has the MoE block in place of each FFN (arch_mixtral.cpp).
 //
 // Keys:    llama.{context_length, embedding_length, block_count, feed_forward_length,
 //          attention.head_count, attention.head_count_kv, attention.layer_norm_rms_epsilon,
@@ -13,6 +14,7 @@
 #include "gguf/gguf.h"
 #include "model/block_tensors.h"
 #include "model/decoder.h"
+#include "model/moe.h"
 #include "util/error.h"
 
 namespace ember {
@@ -20,13 +22,12 @@ namespace {
 
 void read_hparams(const gguf::File& file, Hparams& hp) {
   hp.rope_neox = false;
-  // Llama 3.1 frequency factors and Mixtral experts change the math; refuse rather than
-  // compute something else.
+  // Llama 3.1 frequency factors change the math; refuse rather than compute something else.
   if (file.find_tensor("rope_freqs.weight"))
     fail(ErrorKind::Unsupported, "{}: rope_freqs.weight (Llama 3.1 RoPE frequency factors) is not supported",
          file.source());
-  if (file.find_tensor("blk.0.ffn_gate_inp.weight"))
-    fail(ErrorKind::Unsupported, "{}: mixture-of-experts llama models are not supported", file.source());
+  // Mixtral: llama with experts (arch_mixtral.cpp); none in a dense file.
+  read_moe_hparams(file, hp, {.gating = MoeGating::Softmax, .norm_weights = true, .width = ExpertWidth::Ff, .required = false});
 }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) { return bind_prenorm_decoder(b, hp, false); }
@@ -44,6 +45,7 @@ extern const ArchInfo kArchLlama{
     .file = {.block = kBlock, .writes_rope_dims_and_vocab = true},
     .defaults = {.rope_base = 10000.0f, .rms_eps = 1e-5f},
     .hf = {.classes = kHfClasses, .permute_qk = true},
+    .quant = kMoeQuantRules,  // Mixtral files are llama files
 };
 
 }  // namespace ember

@@ -7,6 +7,7 @@
 
 #include "model/arch.h"
 #include "model/layers.h"
+#include "model/moe.h"
 
 namespace ember {
 
@@ -16,6 +17,7 @@ struct PreNormDecoder final : ArchModel {
     AttnWeights attn;
     const float* ffn_norm = nullptr;   // [n_embd]
     FfnWeights ffn;
+    MoeWeights moe;                    // bound instead of ffn when the model has experts
   };
   MatView tok_embd;                    // [n_embd x n_vocab]
   std::vector<Layer> layers;
@@ -26,8 +28,8 @@ struct PreNormDecoder final : ArchModel {
 };
 
 // Binds token_embd, per-layer attn_norm/attention/ffn_norm/ffn, output_norm and output
-// (tied when absent). `qk_norm` requires attn_{q,k}_norm. Rejects tensors that would
-// change the computation but are not implemented (MoE routers, Llama 3.1 rope_freqs).
+// (tied when absent). `qk_norm` requires attn_{q,k}_norm. A model with experts
+// (hp.n_expert > 0) binds the MoE block (model/moe.h) in place of each dense FFN.
 std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp, bool qk_norm);
 
 }  // namespace ember

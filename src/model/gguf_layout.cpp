@@ -29,6 +29,9 @@ void validate(const ModelShape& s) {
   if (!(s.rms_eps > 0)) fail(ErrorKind::InvalidArgument, "RMSNorm epsilon must be positive");
   if (!(s.rope_base > 0)) fail(ErrorKind::InvalidArgument, "RoPE base must be positive");
   if (s.sliding_window < 0) fail(ErrorKind::InvalidArgument, "sliding window must not be negative");
+  if (s.n_expert < 0 || s.n_expert == 1 || (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert)))
+    fail(ErrorKind::InvalidArgument, "{} experts with {} used: need 0, or 2 or more with 1 to all of them used",
+         s.n_expert, s.n_expert_used);
 }
 
 void write_hparams(gguf::Writer& w, const ModelShape& s) {
@@ -54,6 +57,12 @@ void write_hparams(gguf::Writer& w, const ModelShape& s) {
     w.set_u32(key("vocab_size"), static_cast<uint32_t>(s.n_vocab));
   }
   if (s.sliding_window > 0) w.set_u32(key("attention.sliding_window"), static_cast<uint32_t>(s.sliding_window));
+  if (s.n_expert > 0) {
+    w.set_u32(key("expert_count"), static_cast<uint32_t>(s.n_expert));
+    w.set_u32(key("expert_used_count"), static_cast<uint32_t>(s.n_expert_used));
+  }
+  if (s.n_ff_exp > 0) w.set_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(s.n_ff_exp));
+  if (s.n_ff_shexp > 0) w.set_u32(key("expert_shared_feed_forward_length"), static_cast<uint32_t>(s.n_ff_shexp));
 }
 
 int64_t TensorSpec::n_elements() const {
@@ -70,6 +79,9 @@ static int64_t size_of(Dim d, const ModelShape& s) {
     case Dim::KvRows: return s.n_head_kv * s.head_size();
     case Dim::Head: return s.head_size();
     case Dim::Ff: return s.n_ff;
+    case Dim::Expert: return s.n_expert;
+    case Dim::FfExp: return s.n_ff_exp;
+    case Dim::FfShexp: return s.n_ff_shexp;
   }
   return 0;
 }
@@ -83,6 +95,9 @@ std::vector<TensorSpec> tensor_specs(const ModelShape& s) {
     for (const BlockTensor& t : s.arch->file.block) {
       std::vector<int64_t> shape{size_of(t.ne0, s)};
       if (t.ne1 != Dim::None) shape.push_back(size_of(t.ne1, s));
+      if (t.ne2 != Dim::None) shape.push_back(size_of(t.ne2, s));
+      for (int64_t d : shape)
+        if (d <= 0) fail(ErrorKind::InvalidArgument, "{} needs its expert sizes set (tensor {})", s.arch->name, t.name);
       out.push_back({fmt::format("blk.{}.{}", l, t.name), std::move(shape), t.role, l, &t});
     }
   out.push_back({"output_norm.weight", {e}, TensorRole::Norm, -1});

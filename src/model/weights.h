@@ -34,6 +34,9 @@ class TensorBinder {
   // An output head tied to token_embd binds that tensor a second time this way.
   MatView matmul_matrix(const std::string& name, int64_t cols, int64_t rows);
   MatView matmul_matrix_optional(const std::string& name, int64_t cols, int64_t rows);
+  // A 3-D expert tensor (GGUF shape [cols, rows, n_expert], the expert slowest) as its
+  // n_expert matrices, each prepared like matmul_matrix (the CPU repacks slice by slice).
+  std::vector<MatView> matmul_experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert);
   // A 1-D f32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_optional(const std::string& name, int64_t n);
