@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cpu/matmul_reference.h"
@@ -96,8 +97,11 @@ TEST_CASE("matmul_id: a row gives the same bits alone, in any batch, and as a pl
   check::Rng rng(7);
   ThreadPool pool(4);
   const int n_expert = 8, n_used = 3, n_tokens = 37;
-  const int64_t k = 512, rows = 96;
-  for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+  for (const auto [t, k, rows] : {std::tuple{DType::F32, 512, 96}, {DType::F16, 512, 96}, {DType::Q8_0, 512, 96},
+                                  {DType::Q4_0, 512, 96}, {DType::Q4_K, 512, 96}, {DType::Q6_K, 512, 96},
+                                  {DType::Q5_0, 64, 128}, {DType::Q8_0, 128, 64}, {DType::Q5_1, 128, 256},
+                                  {DType::Q4_K, 256, 128}, {DType::BF16, 128, 64}, {DType::Q4_1, 256, 64},
+                                  {DType::Q5_K, 256, 64}, {DType::Q2_K, 256, 64}, {DType::Q3_K, 256, 64}}) {
     const Experts w(t, n_expert, rows, k, rng);
     const std::vector<int32_t> ids = random_ids(rng, n_tokens, n_used, n_expert);
     const std::vector<float> x = rng.uniform(static_cast<size_t>(n_tokens * k));
@@ -110,12 +114,12 @@ TEST_CASE("matmul_id: a row gives the same bits alone, in any batch, and as a pl
       ops::matmul_id(pool, {{w.best, check::dense_mat(alone, n_used, rows)}}, check::dense_view(&x[tok * k], 1, k),
                      &ids[tok * n_used], n_used);
       CHECK_MESSAGE(std::memcmp(alone.data(), &all[tok * n_used * rows], alone.size() * sizeof(float)) == 0,
-                    dtype_name(t), " token ", tok, " alone differs from its row in the batch");
+                    std::string(dtype_name(t)), " k ", k, " token ", tok, " alone differs from its row in the batch");
       // As the plain matmul of the expert it chose first.
       std::vector<float> plain(static_cast<size_t>(rows));
       ops::matmul(pool, w.best[ids[tok * n_used]], check::dense_view(&x[tok * k], 1, k), check::dense_mat(plain, 1, rows));
       CHECK_MESSAGE(std::memcmp(plain.data(), &all[tok * n_used * rows], plain.size() * sizeof(float)) == 0,
-                    dtype_name(t), " token ", tok, " differs from matmul with its expert");
+                    std::string(dtype_name(t)), " token ", tok, " differs from matmul with its expert");
     }
   }
 }

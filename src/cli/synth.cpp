@@ -71,10 +71,11 @@ void add_synth(CLI::App& app) {
       if (f->experts_used) o.shape.n_expert_used = f->experts_used;
       if (f->expert_ff && o.shape.n_ff_exp == 0)
         fail(ErrorKind::InvalidArgument, "--expert-ff: {} experts are --ff wide", f->arch);
-      if (f->expert_ff) o.shape.n_ff_exp = f->expert_ff;
       if (f->shared_ff && o.shape.n_ff_shexp == 0)
         fail(ErrorKind::InvalidArgument, "--shared-ff: {} has no shared expert", f->arch);
-      if (f->shared_ff) o.shape.n_ff_shexp = f->shared_ff;
+      // Experts of their own width default to a fraction of --ff (synth::default_shape).
+      if (o.shape.n_ff_exp) o.shape.n_ff_exp = f->expert_ff ? f->expert_ff : o.shape.n_ff / 4;
+      if (o.shape.n_ff_shexp) o.shape.n_ff_shexp = f->shared_ff ? f->shared_ff : o.shape.n_ff / 2;
       if (f->window >= 0) {
         if (o.shape.arch->defaults.sliding_window == 0)
           fail(ErrorKind::InvalidArgument, "--window: {} has no sliding-window layers", f->arch);
