@@ -267,8 +267,8 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
   const MatView xv{DType::F32, x.cols, n_rows, static_cast<size_t>(x.cols) * sizeof(float), xs.data()};
 
   PreparedActivations act[kActFormats];
-  std::vector<MatmulJob> jobs;
-  jobs.reserve(static_cast<size_t>(n_expert) * targets.size());
+  thread_local std::vector<MatmulJob> jobs;  // reused: a job is 1 KiB, a call up to 2 per expert
+  jobs.clear();
   int ti = 0;
   for (const ExpertTarget& t : targets) {
     const int64_t cols = t.experts[0].rows;
