@@ -10,6 +10,7 @@
 #include <map>
 
 #include "engine/scheduler.h"
+#include "eval/bench.h"
 #include "gguf/gguf.h"
 #include "models/model_support.h"
 #include "models/scheduler_support.h"
@@ -153,4 +154,16 @@ TEST_CASE("MoE on the CUDA backend: the default placement stays on the CPU, -ngl
   o.gpu_layers = 2;
   CHECK_THROWS_WITH_AS(Model::load(path, o), doctest::Contains("mixture-of-experts"), ember::Error);
   unsetenv("EMBER_CUDA_ON_CPU");
+}
+
+TEST_CASE("MoE decode roofline: a token reads the experts it is routed to, not all of them") {
+  auto model = Model::load(tiny_moe_model("qwen3moe"), quiet_load());
+  uint64_t all = 0, experts = 0;
+  for (const gguf::TensorInfo& t : model->gguf().tensors()) {
+    all += t.nbytes;
+    if (std::string(t.name).ends_with("_exps.weight")) experts += t.nbytes;
+  }
+  REQUIRE(experts > 0);
+  // Tied output: token_embd is read whole as the output matrix. 2 of 8 experts per token.
+  CHECK(eval::decode_bytes_per_token(*model, 0, 0) == all - experts + experts / 8 * 2);
 }
