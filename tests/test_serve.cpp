@@ -4,6 +4,7 @@
 // --draft MODEL keeps every answer while /metrics counts its drafts.
 #include <doctest/doctest.h>
 
+#include "moe_models.h"
 #include "serve_test_util.h"
 
 using namespace ember;
@@ -11,8 +12,9 @@ using namespace ember::test;
 
 namespace {
 
-std::string run_alone(const std::string& prompt, int n, const std::vector<std::string>& sampling) {
-  std::vector<std::string> args{"run", "-t", "1", "-m", aidreams_gguf(), "-p", prompt, "-n", std::to_string(n), "--no-echo"};
+std::string run_alone(const std::string& prompt, int n, const std::vector<std::string>& sampling,
+                      const std::string& model = aidreams_gguf()) {
+  std::vector<std::string> args{"run", "-t", "1", "-m", model, "-p", prompt, "-n", std::to_string(n), "--no-echo"};
   args.insert(args.end(), sampling.begin(), sampling.end());
   const ProcessResult r = run_ember(args);
   REQUIRE(r.exit_code == 0);
@@ -80,8 +82,9 @@ TEST_CASE("streamed and whole answers give the same text, completions and chat")
   }
 }
 
-TEST_CASE("parallel clients each get what run gives their request alone") {
-  ServerProcess server({"-t", "1", "-m", aidreams_gguf(), "-np", "4", "-c", "256", "--batch-tokens", "7"});
+// Six parallel clients (greedy and seeded, streamed or not) against `ember run` alone.
+static void check_parallel_clients_equal_run(const std::string& model) {
+  ServerProcess server({"-t", "1", "-m", model, "-np", "4", "-c", "256", "--batch-tokens", "7"});
   const std::string prompts[] = {"The", "Once upon a time", "In the quiet of the night the stars", "A", "She said", "Lily"};
   constexpr int n = 6;
   std::vector<std::string> got(n);
@@ -107,8 +110,17 @@ TEST_CASE("parallel clients each get what run gives their request alone") {
     const bool seeded = i % 2 == 1;
     CHECK(got[i] == run_alone(prompts[i], 12 + 3 * i,
                               seeded ? std::vector<std::string>{"--temp", "0.9", "-s", std::to_string(40 + i)}
-                                     : std::vector<std::string>{"--temp", "0"}));
+                                     : std::vector<std::string>{"--temp", "0"},
+                              model));
   }
+}
+
+TEST_CASE("parallel clients each get what run gives their request alone") {
+  check_parallel_clients_equal_run(aidreams_gguf());
+}
+
+TEST_CASE("parallel clients of a mixture-of-experts model each get what run gives them alone") {
+  check_parallel_clients_equal_run(tiny_moe_model("qwen3moe"));  // steps group rows by expert across clients
 }
 
 TEST_CASE("a stop string ends the text before it, streamed or not") {

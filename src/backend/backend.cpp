@@ -20,6 +20,18 @@ const char* device_kind_name(DeviceKind kind) {
   return "?";
 }
 
+static void no_moe(const Backend& be) {
+  fail(ErrorKind::Unsupported, "{}: mixture-of-experts layers are not implemented on this backend yet (use -ngl 0)",
+       be.describe());
+}
+void Backend::moe_route(const F32Mat&, const MoeRouting&, int32_t*, float*) { no_moe(*this); }
+void Backend::gated_up_id(Activation, std::span<const MatView>, std::span<const MatView>, const MatmulInput&,
+                          const int32_t*, int, F32Mat, F32Mat, F32Mat) {
+  no_moe(*this);
+}
+void Backend::matmul_id(std::span<const MatView>, const MatView&, const int32_t*, int, F32Mat) { no_moe(*this); }
+void Backend::moe_combine(const MatView&, const float*, int, const MatView&, const MatView&, F32Mat) { no_moe(*this); }
+
 Placement choose_placement(int gpu_layers, int n_layer) {
   Placement p{DeviceKind::Cpu, n_layer, n_layer};
   if (gpu_layers == 0) return p;

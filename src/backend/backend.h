@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "backend/kv_memory.h"
@@ -103,6 +104,20 @@ class Backend : public KVMemory {
   // end_step.
   virtual F32Mat logits_target(float* host, int n_out, int n_vocab) = 0;
   virtual void finish_logits(const F32Mat& target, float* host) = 0;
+
+  // --- mixture of experts (model/moe.cpp); ids and weights live in this backend's memory ---
+  // The backends that have no MoE path yet refuse each of these in one line.
+  // ids/weights (tokens x r.n_used) from the router logits (tokens x r.n_expert): ops::moe_route.
+  virtual void moe_route(const F32Mat& logits, const MoeRouting& r, int32_t* ids, float* weights);
+  // gated_up through each row's chosen experts: row t*n_used + j of gate, up and out uses
+  // expert ids[t*n_used + j] on x's row t (ops::matmul_id).
+  virtual void gated_up_id(Activation act, std::span<const MatView> w_gate, std::span<const MatView> w_up,
+                           const MatmulInput& x, const int32_t* ids, int n_used, F32Mat gate, F32Mat up, F32Mat out);
+  // y = ops::matmul_id over one expert projection (x one row per token or per slot).
+  virtual void matmul_id(std::span<const MatView> experts, const MatView& x, const int32_t* ids, int n_used, F32Mat y);
+  // out = the weighted sum of each token's expert rows (+ the gated shared expert): ops::moe_combine.
+  virtual void moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
+                           const MatView& shared_gate, F32Mat out);
 };
 
 // Where a model's layers run: layers [first_device_layer, n_layer) on `device`, the ones

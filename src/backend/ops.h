@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 
 #include "backend/kv_view.h"
 #include "tensor/dtype.h"
@@ -92,6 +93,23 @@ struct AttentionParams {
   const float* sinks = nullptr;
 };
 
+// How a mixture-of-experts layer picks its experts and weighs them (llama.cpp's
+// build_moe_ffn): probabilities from the router logits, the n_used best by the selection
+// score, their weights gathered from the probabilities.
+enum class MoeGating : uint8_t {
+  Softmax,          // probs = softmax(logits) over all experts (qwen*moe, mixtral, olmoe)
+  Sigmoid,          // probs = sigmoid(logits) (deepseek-v3, glm4moe)
+  SoftmaxSelected,  // probs = logits; the n_used chosen are softmaxed among themselves (gpt-oss)
+};
+struct MoeRouting {
+  int n_expert = 0;                  // experts in the layer
+  int n_used = 0;                    // experts each token runs (top-k)
+  MoeGating gating = MoeGating::Softmax;
+  bool norm_weights = false;         // weights /= max(sum, 2^-14) after selection (norm_topk_prob)
+  float weights_scale = 0.0f;        // weights *= this unless 0 or 1 (expert_weights_scale)
+  const float* selection_bias = nullptr;  // host [n_expert], added to probs only to choose (exp_probs_b)
+};
+
 namespace ops {
 
 // y[t] = x[t] W^T for t < x.rows. y must hold x.rows x w.rows floats.
@@ -111,6 +129,25 @@ void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> tar
 // when this CPU reads w's type in place. Its products agree with w's to float rounding, and
 // like every matmul, a token's output does not depend on the other tokens in the batch.
 std::optional<PackedWeight> pack_weight(const MatView& w);
+// One expert projection and its output, for matmul_id.
+struct ExpertTarget {
+  std::span<const MatView> experts;  // [n_expert] slices of one 3-D GGUF tensor, equal shape and type
+  F32Mat y;                          // n_tokens * n_used rows
+};
+// ggml's mul_mat_id: y[t*n_used + j] = x[r] W_{ids[t*n_used + j]}^T, where r = t when x has
+// one row per token (the experts' shared input) and r = t*n_used + j when it has one per
+// (token, slot). Rows are grouped by expert, so each expert used in the call is read once
+// for all of its rows; a row's result is bitwise what it would be alone (batch invariance).
+// Every target shares x and ids (gate and up in one dispatch). ids are host memory.
+void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, const MatView& x, const int32_t* ids,
+               int n_used);
+// The routing of each row of `logits` (tokens x n_expert): ids[t*n_used + j] the j-th best
+// expert (ties: the lower id), weights[t*n_used + j] its weight. Host memory, row by row.
+void moe_route(const MatView& logits, const MoeRouting& r, int32_t* ids, float* weights);
+// out[t] = sum_j weights[t*n_used + j] * experts[t*n_used + j] (j ascending), then, when
+// `shared` has data, + shared[t] scaled by sigmoid(shared_gate[t][0]) when that has data.
+void moe_combine(ThreadPool& pool, const MatView& experts, const float* weights, int n_used, const MatView& shared,
+                 const MatView& shared_gate, F32Mat out);
 // out[t] = table[ids[t]] converted to f32.
 void get_rows(ThreadPool& pool, const MatView& table, const int32_t* ids, int64_t n, F32Mat out);
 // y = x / sqrt(mean(x^2) + eps) * (one_plus_w ? 1 + w : w); w may be null (no weight).

@@ -18,6 +18,7 @@ namespace {
 struct SynthFlags {
   std::string arch = "llama", vocab, out, type = "f16";
   int64_t n_vocab = 0, dim = 0, layers = 0, heads = 0, kv_heads = 0, ff = 0, ctx = 0, window = -1, head_dim = 0;
+  int64_t experts = 0, experts_used = 0, expert_ff = 0, shared_ff = 0;
   uint64_t seed = 0;
   int threads = 0;
   bool tied = false, untied = false;
@@ -39,7 +40,7 @@ RopeScaling parse_rope_scaling(const std::string& name) {
 void add_synth(CLI::App& app) {
   auto f = std::make_shared<SynthFlags>();
   auto* cmd = app.add_subcommand("synth", "Write a model with seeded random weights (defaults: TinyLlama-1.1B shape)");
-  cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3, gemma2, gemma3 or phi3")->default_val("llama");
+  cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3, gemma2, gemma3, phi3, mixtral, qwen2moe, qwen3moe or olmoe")->default_val("llama");
   cmd->add_option("--vocab-from", f->vocab, "GGUF whose tokenizer is copied (e.g. ../shared/vocab/*.gguf)")
       ->required();
   cmd->add_option("-o,--output", f->out, "output GGUF path")->required();
@@ -54,6 +55,10 @@ void add_synth(CLI::App& app) {
   cmd->add_option("--head-dim", f->head_dim, "elements per head (default dim / heads)");
   cmd->add_option("--ff", f->ff, "feed-forward length (default 5632)");
   cmd->add_option("--ctx", f->ctx, "context length (default 2048)");
+  cmd->add_option("--experts", f->experts, "experts per layer, MoE families (default 8)");
+  cmd->add_option("--experts-used", f->experts_used, "experts each token runs (default 2)");
+  cmd->add_option("--expert-ff", f->expert_ff, "an expert's FFN width, qwen2moe/qwen3moe (default ff / 4)");
+  cmd->add_option("--shared-ff", f->shared_ff, "the shared expert's FFN width, qwen2moe (default ff / 2)");
   cmd->add_option("--window", f->window, "sliding window in tokens, families that have one (gemma3: default 512)");
   cmd->add_flag("--tied", f->tied, "reuse token_embd as the output matrix (default for gemma3)");
   cmd->add_flag("--untied", f->untied, "write a separate output.weight (default for the others)");
@@ -76,6 +81,17 @@ void add_synth(CLI::App& app) {
       if (f->head_dim) o.shape.head_dim = f->head_dim;
       if (f->ff) o.shape.n_ff = f->ff;
       if (f->ctx) o.shape.n_ctx = f->ctx;
+      if ((f->experts || f->experts_used || f->expert_ff || f->shared_ff) && o.shape.n_expert == 0)
+        fail(ErrorKind::InvalidArgument, "--experts: {} is not a mixture-of-experts family", f->arch);
+      if (f->experts) o.shape.n_expert = f->experts;
+      if (f->experts_used) o.shape.n_expert_used = f->experts_used;
+      if (f->expert_ff && o.shape.n_ff_exp == 0)
+        fail(ErrorKind::InvalidArgument, "--expert-ff: {} experts are --ff wide", f->arch);
+      if (f->shared_ff && o.shape.n_ff_shexp == 0)
+        fail(ErrorKind::InvalidArgument, "--shared-ff: {} has no shared expert", f->arch);
+      // Experts of their own width default to a fraction of --ff (synth::default_shape).
+      if (o.shape.n_ff_exp) o.shape.n_ff_exp = f->expert_ff ? f->expert_ff : o.shape.n_ff / 4;
+      if (o.shape.n_ff_shexp) o.shape.n_ff_shexp = f->shared_ff ? f->shared_ff : o.shape.n_ff / 2;
       if (f->window >= 0) {
         if (o.shape.arch->defaults.sliding_window == 0)
           fail(ErrorKind::InvalidArgument, "--window: {} has no sliding-window layers", f->arch);

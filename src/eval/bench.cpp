@@ -182,11 +182,14 @@ double segment_reference(const std::vector<DecodeSegment>& segments) {
 
 uint64_t decode_bytes_per_token(const Model& model, int64_t kv_tokens, size_t kv_bytes_per_token) {
   const gguf::File& f = model.gguf();
+  const Hparams& hp = model.hparams();
   const bool tied_output = f.find_tensor("output.weight") == nullptr;
   uint64_t bytes = 0;
   for (const gguf::TensorInfo& t : f.tensors()) {
     if (t.name == "token_embd.weight" && !tied_output) {
       bytes += t.nbytes / uint64_t(std::max<int64_t>(1, t.ne[1]));  // one gathered row
+    } else if (hp.n_expert > 0 && t.ne[2] == hp.n_expert) {
+      bytes += t.nbytes / uint64_t(hp.n_expert) * uint64_t(hp.n_expert_used);  // a token's experts only
     } else {
       bytes += t.nbytes;
     }

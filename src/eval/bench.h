@@ -81,7 +81,8 @@ std::vector<int32_t> random_prompt(int n, int n_vocab, bool add_bos, int32_t bos
 
 // Bytes one decode step reads: every weight tensor except the token embedding (one row of
 // it is gathered; it is read whole only when it doubles as the output matrix), plus the K
-// and V rows of `kv_tokens` cached tokens.
+// and V rows of `kv_tokens` cached tokens. Of a 3-D expert tensor, a token reads the
+// n_expert_used experts it is routed to.
 uint64_t decode_bytes_per_token(const Model& model, int64_t kv_tokens, size_t kv_bytes_per_token);
 
 }  // namespace ember::eval

@@ -62,8 +62,9 @@ enum class TensorRole {
   Norm,            // 1-D RMSNorm weight (output_norm, attn_norm, ffn_norm, q/k norms, post-norms)
   Bias,            // 1-D bias (qwen2 q/k/v)
   AttnQ, AttnK, AttnV, AttnOutput,
-  FfnGate, FfnUp, FfnDown,
+  FfnGate, FfnUp, FfnDown,       // also the expert and shared-expert projections
   RopeFactors,     // [n_rot/2] RoPE frequency divisors (rope_freqs, LongRoPE): computed, not random
+  Router,          // [n_embd, n_expert] expert router, or the [n_embd] shared-expert gate
 };
 
 // Symbolic sizes a family's block table is written in (resolved by tensor_specs).
@@ -76,6 +77,9 @@ enum class Dim {
   Ff,      // n_ff
   QkvRows, // QRows + 2 KvRows: fused attn_qkv (phi3)
   Ff2,     // 2 n_ff: fused gate and up (phi3's ffn_up)
+  Expert,  // n_expert (the third size of an expert tensor)
+  FfExp,   // n_ff_exp, an expert's FFN width
+  FfShexp, // n_ff_shexp, the shared expert's FFN width
 };
 
 // One tensor of every block: "blk.N.<name>" in the GGUF, "<prefix>layers.N.<hf_name>" in a
@@ -85,6 +89,7 @@ struct BlockTensor {
   Dim ne0, ne1;         // ne0 (input / contiguous) first; ne1 = Dim::None for vectors
   TensorRole role;
   const char* hf_name;  // e.g. "self_attn.q_proj.weight"
+  Dim ne2 = Dim::None;  // Dim::Expert for 3-D expert tensors
 };
 
 // Which block tensors the file-type mixes (quantize/mix.h rules 4 and 5) treat as
@@ -93,10 +98,13 @@ struct QuantRules {
   std::span<const char* const> value_tensors;  // attention value projections
   std::span<const char* const> down_tensors;   // FFN down projections
 };
-// The llama lineage's (every family's so far); an MoE family would add ffn_down_exps.
+// The llama lineage's (every family's so far); the MoE families add their expert and
+// shared-expert down projections, as llama.cpp's "ffn_down" substring match does.
 inline constexpr const char* kDenseValueTensors[] = {"attn_v.weight"};
 inline constexpr const char* kDenseDownTensors[] = {"ffn_down.weight"};
 inline constexpr QuantRules kDenseQuantRules{kDenseValueTensors, kDenseDownTensors};
+inline constexpr const char* kMoeDownTensors[] = {"ffn_down.weight", "ffn_down_exps.weight", "ffn_down_shexp.weight"};
+inline constexpr QuantRules kMoeQuantRules{kDenseValueTensors, kMoeDownTensors};
 
 struct ArchInfo {
   const char* name;  // general.architecture value
@@ -137,6 +145,11 @@ struct ArchInfo {
   // Keys of the family's own that `synth` and `convert` write beside write_hparams' (gemma2's
   // soft-caps), or nullptr.
   void (*write_family_keys)(gguf::Writer& writer, const ModelShape& shape) = nullptr;
+  // Another name `synth --arch` and error messages know the record by, when the GGUF
+  // architecture is shared (mixtral: a llama file with experts, loaded by the llama record).
+  const char* alias = nullptr;
+  // The experts synth gives the family (0: dense).
+  int64_t default_experts = 0, default_experts_used = 0;
 };
 
 // The architecture named `name`, or nullptr.
@@ -169,6 +182,10 @@ struct ModelShape {
   float rms_eps = 1e-5f;   // RMSNorm epsilon
   float rope_base = 10000.0f;  // RoPE theta
   int64_t sliding_window = 0;  // tokens, families with local layers (0 = not written)
+  int64_t n_expert = 0;        // experts per MoE layer (0: dense FFNs)
+  int64_t n_expert_used = 0;   // experts each token runs
+  int64_t n_ff_exp = 0;        // an expert's FFN width (written when > 0)
+  int64_t n_ff_shexp = 0;      // the shared expert's FFN width (written when > 0)
   bool tied_embeddings = true; // no output.weight: the logits reuse token_embd.weight
   RopeScaling rope_scaling = RopeScaling::None;
   float rope_factor = 8.0f;    // context extension of the scaling (n_ctx / rope_orig_ctx)

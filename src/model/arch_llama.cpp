@@ -1,7 +1,8 @@
 // llama: Llama 1/2/3, Mistral, TinyLlama, SmolLM (and llama2.c checkpoints converted by
 // `ember convert llama2c`). GQA, adjacent-pair RoPE ("normal" rope: pairs x[2i], x[2i+1]),
 // RoPE scaling (linear, YaRN, Llama 3 frequency factors), SwiGLU FFN, output head optional
-// (tied to token_embd).
+// (tied to token_embd); a file with experts (Mixtral) has the MoE block in place of each FFN
+// (arch_mixtral.cpp).
 //
 // Keys:    llama.{context_length, embedding_length, block_count, feed_forward_length,
 //          attention.head_count, attention.head_count_kv, attention.layer_norm_rms_epsilon,
@@ -17,6 +18,7 @@
 #include "model/block_tensors.h"
 #include "model/decoder.h"
 #include "model/layers.h"
+#include "model/moe.h"
 #include "util/error.h"
 
 namespace ember {
@@ -24,9 +26,8 @@ namespace {
 
 void read_hparams(const gguf::File& file, Hparams& hp) {
   hp.rope_neox = false;
-  // Mixtral's experts change the math; refuse rather than compute something else.
-  if (file.find_tensor("blk.0.ffn_gate_inp.weight"))
-    fail(ErrorKind::Unsupported, "{}: mixture-of-experts llama models are not supported", file.source());
+  // Mixtral: llama with experts (arch_mixtral.cpp); none in a dense file.
+  read_moe_hparams(file, hp, {.gating = MoeGating::Softmax, .norm_weights = true, .width = ExpertWidth::Ff, .required = false});
 }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
@@ -48,6 +49,7 @@ extern const ArchInfo kArchLlama{
     .file = {.block = kBlock, .writes_rope_dims_and_vocab = true},
     .defaults = {.rope_base = 10000.0f, .rms_eps = 1e-5f},
     .hf = {.classes = kHfClasses, .permute_qk = true},
+    .quant = kMoeQuantRules,  // Mixtral files are llama files
 };
 
 }  // namespace ember

@@ -13,12 +13,21 @@ extern const ArchInfo kArchQwen3;
 extern const ArchInfo kArchGemma3;
 extern const ArchInfo kArchGemma2;
 extern const ArchInfo kArchPhi3;
+extern const ArchInfo kArchMixtral;
+extern const ArchInfo kArchQwen2Moe;
+extern const ArchInfo kArchQwen3Moe;
+extern const ArchInfo kArchOlmoe;
 
-static const ArchInfo* const kArchs[] = {&kArchLlama, &kArchQwen2, &kArchQwen3, &kArchGemma3, &kArchGemma2, &kArchPhi3};
+// A name shared by two records (llama) finds the first: the one that loads the files.
+static const ArchInfo* const kArchs[] = {&kArchLlama,   &kArchQwen2,    &kArchQwen3,    &kArchGemma3,
+                                         &kArchGemma2,  &kArchPhi3,     &kArchMixtral,  &kArchQwen2Moe,
+                                         &kArchQwen3Moe, &kArchOlmoe};
 
 const ArchInfo* find_arch(std::string_view name) {
   for (const ArchInfo* a : kArchs)
     if (name == a->name) return a;
+  for (const ArchInfo* a : kArchs)
+    if (a->alias && name == a->alias) return a;
   return nullptr;
 }
 
@@ -38,6 +47,11 @@ const ArchInfo* find_arch_by_hf_class(std::string_view hf_class) {
 std::string known_archs() {
   std::string s;
   for (const ArchInfo* a : kArchs) {
+    if (a->alias) {
+      s += s.empty() ? "" : ", ";
+      s += a->alias;
+      continue;
+    }
     if (!s.empty()) s += ", ";
     s += a->name;
   }

@@ -32,4 +32,19 @@ inline constexpr BlockTensor kPostAttnNorm{"post_attention_norm.weight", Embd, N
 inline constexpr BlockTensor kPreFfnNorm{"ffn_norm.weight", Embd, None, Norm, "pre_feedforward_layernorm.weight"};
 inline constexpr BlockTensor kPostFfnNorm{"post_ffw_norm.weight", Embd, None, Norm, "post_feedforward_layernorm.weight"};
 
+// Mixture of experts (model/moe.h). Experts are 3-D, [ne0, ne1, n_expert]; Hugging Face
+// keeps one 2-D tensor per expert (not converted yet: no hf_name). Families whose experts
+// are --ff wide (mixtral, olmoe) use the *Ff variants.
+inline constexpr BlockTensor kFfnGateInp{"ffn_gate_inp.weight", Embd, Expert, Router, nullptr};
+inline constexpr BlockTensor kFfnGateExps{"ffn_gate_exps.weight", Embd, FfExp, FfnGate, nullptr, Expert};
+inline constexpr BlockTensor kFfnDownExps{"ffn_down_exps.weight", FfExp, Embd, FfnDown, nullptr, Expert};
+inline constexpr BlockTensor kFfnUpExps{"ffn_up_exps.weight", Embd, FfExp, FfnUp, nullptr, Expert};
+inline constexpr BlockTensor kFfnGateExpsFf{"ffn_gate_exps.weight", Embd, Ff, FfnGate, nullptr, Expert};
+inline constexpr BlockTensor kFfnDownExpsFf{"ffn_down_exps.weight", Ff, Embd, FfnDown, nullptr, Expert};
+inline constexpr BlockTensor kFfnUpExpsFf{"ffn_up_exps.weight", Embd, Ff, FfnUp, nullptr, Expert};
+inline constexpr BlockTensor kFfnGateInpShexp{"ffn_gate_inp_shexp.weight", Embd, None, Router, nullptr};
+inline constexpr BlockTensor kFfnGateShexp{"ffn_gate_shexp.weight", Embd, FfShexp, FfnGate, nullptr};
+inline constexpr BlockTensor kFfnDownShexp{"ffn_down_shexp.weight", FfShexp, Embd, FfnDown, nullptr};
+inline constexpr BlockTensor kFfnUpShexp{"ffn_up_shexp.weight", Embd, FfShexp, FfnUp, nullptr};
+
 }  // namespace ember::block

@@ -17,7 +17,10 @@ void PreNormDecoder::forward(Step& s) const {
     s.add(s.x, s.out);
     // x = x + ffn(rms_norm(x) * ffn_norm),  ffn = down(silu(gate) * up)
     s.rms_norm(s.x, L.ffn_norm, s.cur);
-    s.ffn(L.ffn, Activation::SiLU, s.cur, s.out);
+    if (L.moe.active())
+      s.moe(L.moe, s.cur, s.out);
+    else
+      s.ffn(L.ffn, Activation::SiLU, s.cur, s.out);
     s.add(s.x, s.out);
   }
   // logits = output(rms_norm(x) * output_norm), not soft-capped
@@ -41,7 +44,10 @@ std::unique_ptr<PreNormDecoder> bind_prenorm_decoder(TensorBinder& b, const Hpar
     L.attn_norm = b.vector(blk(il, "attn_norm.weight"), hp.n_embd);
     L.attn = attention(b, hp, il);
     L.ffn_norm = b.vector(blk(il, "ffn_norm.weight"), hp.n_embd);
-    L.ffn = ffn(b, hp, il);
+    if (hp.n_expert > 0)
+      L.moe = bind_moe(b, hp, il);
+    else
+      L.ffn = ffn(b, hp, il);
   }
   m->output_norm = b.vector("output_norm.weight", hp.n_embd);
   m->output = bind_output(b, hp, m->tok_embd);

@@ -8,6 +8,7 @@
 
 #include "model/arch.h"
 #include "model/layers.h"
+#include "model/moe.h"
 
 namespace ember {
 
@@ -17,6 +18,7 @@ struct PreNormDecoder final : ArchModel {
     AttnWeights attn;
     const float* ffn_norm = nullptr;   // [n_embd]
     FfnWeights ffn;
+    MoeWeights moe;                    // bound instead of ffn when the model has experts
   };
   MatView tok_embd;                    // [n_embd x n_vocab]
   std::vector<Layer> layers;
@@ -27,7 +29,8 @@ struct PreNormDecoder final : ArchModel {
 };
 
 // Binds token_embd, per-layer attn_norm/attention/ffn_norm/ffn, output_norm and output
-// (tied when absent). `qk_norm` requires attn_{q,k}_norm.
+// (tied when absent). `qk_norm` requires attn_{q,k}_norm. A model with experts
+// (hp.n_expert > 0) binds the MoE block (model/moe.h) in place of each dense FFN.
 std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp, bool qk_norm);
 // The same with the family's own binding of each layer's attention and FFN weights (phi3's
 // fused tensors).

@@ -31,6 +31,9 @@ void validate(const ModelShape& s) {
   if (!(s.rms_eps > 0)) fail(ErrorKind::InvalidArgument, "RMSNorm epsilon must be positive");
   if (!(s.rope_base > 0)) fail(ErrorKind::InvalidArgument, "RoPE base must be positive");
   if (s.sliding_window < 0) fail(ErrorKind::InvalidArgument, "sliding window must not be negative");
+  if (s.n_expert < 0 || s.n_expert == 1 || (s.n_expert > 0 && (s.n_expert_used < 1 || s.n_expert_used > s.n_expert)))
+    fail(ErrorKind::InvalidArgument, "{} experts with {} used: need 0, or 2 or more with 1 to all of them used",
+         s.n_expert, s.n_expert_used);
   if (s.rope_scaling != RopeScaling::None && !(s.rope_factor >= 1.0f))
     fail(ErrorKind::InvalidArgument, "RoPE scaling factor {} must be at least 1", s.rope_factor);
   if (s.rope_scaling != RopeScaling::None && s.orig_ctx() <= 0)
@@ -82,6 +85,12 @@ void write_hparams(gguf::Writer& w, const ModelShape& s) {
   if (s.sliding_window > 0) w.set_u32(key("attention.sliding_window"), static_cast<uint32_t>(s.sliding_window));
   write_rope_scaling(w, s, key);
   if (arch.write_family_keys) arch.write_family_keys(w, s);
+  if (s.n_expert > 0) {
+    w.set_u32(key("expert_count"), static_cast<uint32_t>(s.n_expert));
+    w.set_u32(key("expert_used_count"), static_cast<uint32_t>(s.n_expert_used));
+  }
+  if (s.n_ff_exp > 0) w.set_u32(key("expert_feed_forward_length"), static_cast<uint32_t>(s.n_ff_exp));
+  if (s.n_ff_shexp > 0) w.set_u32(key("expert_shared_feed_forward_length"), static_cast<uint32_t>(s.n_ff_shexp));
 }
 
 int64_t TensorSpec::n_elements() const {
@@ -100,6 +109,9 @@ static int64_t size_of(Dim d, const ModelShape& s) {
     case Dim::Ff: return s.n_ff;
     case Dim::QkvRows: return (s.n_head + 2 * s.n_head_kv) * s.head_size();
     case Dim::Ff2: return 2 * s.n_ff;
+    case Dim::Expert: return s.n_expert;
+    case Dim::FfExp: return s.n_ff_exp;
+    case Dim::FfShexp: return s.n_ff_shexp;
   }
   return 0;
 }
@@ -119,6 +131,9 @@ std::vector<TensorSpec> tensor_specs(const ModelShape& s) {
     for (const BlockTensor& t : s.arch->file.block) {
       std::vector<int64_t> shape{size_of(t.ne0, s)};
       if (t.ne1 != Dim::None) shape.push_back(size_of(t.ne1, s));
+      if (t.ne2 != Dim::None) shape.push_back(size_of(t.ne2, s));
+      for (int64_t d : shape)
+        if (d <= 0) fail(ErrorKind::InvalidArgument, "{} needs its expert sizes set (tensor {})", s.arch->name, t.name);
       out.push_back({fmt::format("blk.{}.{}", l, t.name), std::move(shape), t.role, l, &t});
     }
   out.push_back({"output_norm.weight", {e}, TensorRole::Norm, -1});

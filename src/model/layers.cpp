@@ -101,7 +101,7 @@ RopeParams rope_params(const Hparams& hp, const LayerAttention& a) {
 template <class F>
 static void each_buffer(StepBuffers& b, const Hparams& hp, int n_ub, F&& f) {
   const size_t n = static_cast<size_t>(n_ub);
-  const size_t n_ff = static_cast<size_t>(*std::max_element(hp.n_ff.begin(), hp.n_ff.end()));
+  const size_t n_ff = static_cast<size_t>(std::max(*std::max_element(hp.n_ff.begin(), hp.n_ff.end()), hp.n_ff_shexp));
   const size_t nq = static_cast<size_t>(hp.n_head) * hp.head_dim;
   f(b.x, n * hp.n_embd);
   f(b.cur, n * hp.n_embd);
@@ -116,6 +116,16 @@ static void each_buffer(StepBuffers& b, const Hparams& hp, int n_ub, F&& f) {
   f(b.gate, n * n_ff);
   f(b.up, n * n_ff);
   f(b.act, n * n_ff);
+  const size_t n_slots = n * hp.n_expert_used;
+  f(b.moe_logits, n * hp.n_expert);
+  f(b.moe_ids, n_slots);
+  f(b.moe_weights, n_slots);
+  f(b.moe_gate, n_slots * hp.n_ff_exp);
+  f(b.moe_up, n_slots * hp.n_ff_exp);
+  f(b.moe_act, n_slots * hp.n_ff_exp);
+  f(b.moe_down, n_slots * hp.n_embd);
+  f(b.shexp_out, hp.n_ff_shexp > 0 ? n * hp.n_embd : 0);
+  f(b.shexp_gate, hp.n_ff_shexp > 0 ? n : 0);
 }
 
 // Each buffer starts on a 64-byte boundary (the SIMD kernels' aligned loads).
@@ -246,12 +256,12 @@ void Step::attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst) {
   if (w.bv) be_->add(v, bias_row(w.bv, v.cols));
   if (w.q_norm) {  // the normalised heads land in a second buffer, which becomes q
     F32Mat qn = mat(buf_->q_normed, q.cols);
-    norm_heads(*be_, q, hd, w.q_norm, hp.norm_eps, qn);
+    norm_heads(*be_, q, w.qk_norm_full_row ? static_cast<int>(q.cols) : hd, w.q_norm, hp.norm_eps, qn);
     q = qn;
   }
   if (w.k_norm) {
     F32Mat kn = mat(buf_->k_normed, k.cols);
-    norm_heads(*be_, k, hd, w.k_norm, hp.norm_eps, kn);
+    norm_heads(*be_, k, w.qk_norm_full_row ? static_cast<int>(k.cols) : hd, w.k_norm, hp.norm_eps, kn);
     k = kn;
   }
 

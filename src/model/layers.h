@@ -16,6 +16,7 @@
 namespace ember {
 
 class TensorBinder;
+struct MoeWeights;
 
 struct AttnWeights {
   MatView wq, wk, wv, wo;              // [n_embd -> n_head*head_dim], [-> n_kv*head_dim] x2, [n_head*head_dim_v -> n_embd]
@@ -25,6 +26,7 @@ struct AttnWeights {
   const float* bo = nullptr;           // [n_embd]
   const float* q_norm = nullptr;       // optional per-head RMS norms (qwen3, gemma3), [head_dim]
   const float* k_norm = nullptr;
+  bool qk_norm_full_row = false;       // q_norm/k_norm span the whole q/k row instead (olmoe)
 };
 
 struct FfnWeights {
@@ -53,6 +55,10 @@ struct StepBuffers {
   float *x = nullptr, *cur = nullptr, *out = nullptr, *q = nullptr, *k = nullptr, *v = nullptr,
         *q_normed = nullptr, *k_normed = nullptr, *attn = nullptr, *gate = nullptr, *up = nullptr,
         *act = nullptr, *out_x = nullptr;
+  // Mixture of experts (sized 0 for dense models): router logits, each token's expert ids
+  // (int32) and weights, and the experts' rows (n_ubatch * n_expert_used of them).
+  float *moe_logits = nullptr, *moe_ids = nullptr, *moe_weights = nullptr, *moe_gate = nullptr, *moe_up = nullptr,
+        *moe_act = nullptr, *moe_down = nullptr, *shexp_out = nullptr, *shexp_gate = nullptr;
 
  private:
   std::unique_ptr<BackendBuffer> memory_;
@@ -92,6 +98,9 @@ class Step {
   void attention(int il, const AttnWeights& w, F32Mat in, F32Mat dst);
   // dst = down(act(gate(in)) * up(in))
   void ffn(const FfnWeights& w, Activation act, F32Mat in, F32Mat dst);
+  // dst = the mixture-of-experts FFN over in (router, top-k, experts, weighted sum, shared
+  // expert): model/moe.cpp
+  void moe(const MoeWeights& w, F32Mat in, F32Mat dst);
   // a += b
   void add(F32Mat a, F32Mat b);
   // logits of the wanted rows of x: output(rms_norm(x, norm_w)), optionally soft-capped

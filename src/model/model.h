@@ -61,6 +61,13 @@ struct Hparams {
   // A family's own settings (sliding windows, soft-caps, per-layer RoPE) its file reads
   // itself; how each layer attends is ArchModel::attention (model/arch.h).
 
+  // Mixture of experts (model/moe.h); n_expert == 0: every layer has a dense FFN.
+  int n_expert = 0;          // experts per MoE layer (expert_count)
+  int n_expert_used = 0;     // experts each token runs (expert_used_count)
+  int n_ff_exp = 0;          // elements; an expert's FFN hidden width (expert_feed_forward_length)
+  int n_ff_shexp = 0;        // elements; the shared expert's hidden width, 0 = no shared expert
+  MoeRouting moe_routing;    // how the family picks and weighs experts (set by its read_hparams)
+
   int n_embd_k_gqa() const { return n_head_kv * head_dim; }   // K row elements per token per layer
   int n_embd_v_gqa() const { return n_head_kv * head_dim_v; } // V row elements per token per layer
 };

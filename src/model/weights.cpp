@@ -98,6 +98,26 @@ MatView TensorBinder::matmul_matrix_optional(const std::string& name, int64_t co
   return matmul_matrix(name, cols, rows);
 }
 
+std::vector<MatView> TensorBinder::matmul_experts(const std::string& name, int64_t cols, int64_t rows,
+                                                  int64_t n_expert) {
+  const gguf::TensorInfo* t = lookup(name, true);
+  if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != n_expert || t->ne[3] != 1)
+    fail(ErrorKind::Format, "tensor {}: expected {}x{}x{}, file has {}", name, cols, rows, n_expert, shape_str(*t));
+  if (!weight_type_supported(t->type))
+    fail(ErrorKind::Unsupported, "tensor {}: type {} is not supported for weight matrices", name, dtype_name(t->type));
+  if (cols % dtype_size(t->type).block_size != 0)
+    fail(ErrorKind::Format, "tensor {}: row of {} elements is not a whole number of {} blocks", name, cols,
+         dtype_name(t->type));
+  const size_t row_bytes = dtype_row_bytes(t->type, cols);
+  WeightStore* store = store_for(name, true);
+  std::vector<MatView> experts;
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const MatView w{t->type, cols, rows, row_bytes, static_cast<const uint8_t*>(t->data) + e * rows * row_bytes};
+    experts.push_back(store ? store->prepare_matmul(w) : w);
+  }
+  return experts;
+}
+
 const float* TensorBinder::vector_optional(const std::string& name, int64_t n) {
   if (!file_.find_tensor(name)) return nullptr;
   return vector(name, n);

@@ -38,6 +38,9 @@ class TensorBinder {
   // Rows [first, first + n) of a matmul matrix of total_rows rows, bound as a matrix of its
   // own: a fused tensor split at load (phi3's attn_qkv, its gate+up ffn_up).
   MatView matmul_matrix_rows(const std::string& name, int64_t cols, int64_t total_rows, int64_t first, int64_t n);
+  // A 3-D expert tensor (GGUF shape [cols, rows, n_expert], the expert slowest) as its
+  // n_expert matrices, each prepared like matmul_matrix (the CPU repacks slice by slice).
+  std::vector<MatView> matmul_experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert);
   // A 1-D f32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_optional(const std::string& name, int64_t n);

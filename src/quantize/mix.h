@@ -14,8 +14,12 @@
 //     Q5_K.
 //  6. A row length the chosen type's block does not divide falls back (fallback_type():
 //     Q4_K->Q5_0, Q5_K->Q5_1, Q6_K->Q8_0, then F16).
-// Dropped relative to llama.cpp: rules for types ember does not write (Q2_K, Q3_K, IQ*),
-// mixture-of-experts and falcon/70B special cases.
+//  7. Mixture of experts: the routers (ffn_gate_inp) stay F32; with experts, rules 4 and 5
+//     take i from the tensor's layer (one layer may hold ffn_down_exps and ffn_down_shexp);
+//     with exactly 8 experts (Mixtral) attn_v and attn_k get Q8_0, and attn_output Q5_K for
+//     Q4_K and Q4_K_M.
+// Dropped relative to llama.cpp: rules for types ember does not write (Q2_K, Q3_K, IQ*)
+// and falcon/70B special cases.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -36,11 +40,13 @@ class TypePlan {
   // n_layer: transformer blocks; has_output: the model has its own output.weight;
   // file_order: every tensor name in the order the output file stores them (empty: the
   // order is blk.0, blk.1, ... and the layer number is the ordinal); rules: the family's
-  // (ArchInfo::quant; a file of an unknown family gets the dense families').
+  // (ArchInfo::quant; a file of an unknown family gets the dense families'); n_expert: the
+  // file's expert_count (rule 7).
   TypePlan(FileType file_type, int n_layer, bool has_output, const std::vector<std::string>& file_order = {},
-           const QuantRules& rules = kDenseQuantRules);
+           const QuantRules& rules = kDenseQuantRules, int n_expert = 0);
   // The type for tensor `name` of shape ne0-first.
   DType type_for(std::string_view name, const std::vector<int64_t>& shape) const;
+  DType expert_rule(std::string_view name, DType t) const;  // rule 7 for 8 experts
   const FileType& file_type() const { return ft_; }
 
  private:
@@ -51,6 +57,7 @@ class TypePlan {
   FileType ft_;
   QuantRules rules_;
   int n_layer_;
+  int n_expert_;
   bool has_output_;
   std::map<std::string, int, std::less<>> ordinals_;
 };

@@ -22,6 +22,11 @@ int block_count(const gguf::File& f) {
   return static_cast<int>(f.get_u32(arch + ".block_count"));
 }
 
+int expert_count(const gguf::File& f) {
+  const std::string arch(f.get_string("general.architecture"));
+  return static_cast<int>(f.find_u32(arch + ".expert_count").value_or(0));
+}
+
 // The family's rules; a file of a family ember does not run gets the dense families'.
 const QuantRules& quant_rules(const gguf::File& f) {
   const ArchInfo* arch = find_arch(f.get_string("general.architecture"));
@@ -42,7 +47,8 @@ QuantizeReport quantize_file(const std::string& in_path, const std::string& out_
     fail(ErrorKind::Unsupported, "{}: split GGUF files are not supported; merge them first", in_path);
   std::vector<std::string> order;
   for (const gguf::TensorInfo& t : in.tensors()) order.emplace_back(t.name);
-  const TypePlan plan(type, block_count(in), in.find_tensor("output.weight") != nullptr, order, quant_rules(in));
+  const TypePlan plan(type, block_count(in), in.find_tensor("output.weight") != nullptr, order, quant_rules(in),
+                      expert_count(in));
 
   gguf::Writer w;
   w.copy_metadata(in, is_split_key);

@@ -30,6 +30,14 @@ ModelShape default_shape(const ArchInfo& arch) {
   s.rope_base = arch.defaults.rope_base;
   s.sliding_window = arch.defaults.sliding_window;
   s.tied_embeddings = arch.defaults.tied_embeddings;
+  // MoE families: the family's experts, each a quarter of the dense width (a shared
+  // expert half of it), where its tensors have a width of their own.
+  s.n_expert = arch.default_experts;
+  s.n_expert_used = arch.default_experts_used;
+  for (const BlockTensor& t : arch.file.block) {
+    if (t.ne0 == Dim::FfExp || t.ne1 == Dim::FfExp) s.n_ff_exp = s.n_ff / 4;
+    if (t.ne0 == Dim::FfShexp || t.ne1 == Dim::FfShexp) s.n_ff_shexp = s.n_ff / 2;
+  }
   return s;
 }
 
@@ -45,7 +53,7 @@ InitScale init_scale(const TensorSpec& spec, const ModelShape& hp) {
     case TensorRole::FfnDown:
       return {0.0f, 1.0f / std::sqrt(fan_in * 2.0f * static_cast<float>(hp.n_layer))};
     case TensorRole::AttnQ: case TensorRole::AttnK: case TensorRole::AttnV:
-    case TensorRole::FfnGate: case TensorRole::FfnUp:
+    case TensorRole::FfnGate: case TensorRole::FfnUp: case TensorRole::Router:
       return {0.0f, 1.0f / std::sqrt(fan_in)};
     case TensorRole::RopeFactors: break;  // computed (rope_factor_values), not drawn
   }
@@ -124,7 +132,8 @@ SynthStats synth_model(const SynthOptions& opt, const std::string& out_path, Thr
   w.set_u32("general.quantization_version", 2);
   copy_tokenizer(vocab, hp.n_vocab, w);
 
-  const quantize::TypePlan plan(opt.type, static_cast<int>(hp.n_layer), !hp.tied_embeddings, {}, hp.arch->quant);
+  const quantize::TypePlan plan(opt.type, static_cast<int>(hp.n_layer), !hp.tied_embeddings, {}, hp.arch->quant,
+                                static_cast<int>(hp.n_expert));
   SynthStats stats;
   for (const TensorSpec& spec : specs) {
     const InitScale scale = init_scale(spec, hp);

@@ -30,7 +30,7 @@ struct SynthOptions {
 ModelShape default_shape(const ArchInfo& arch);
 
 // Standard deviation (and mean, for norms) of a tensor's synthetic values:
-//   projections q/k/v/gate/up   1/sqrt(fan_in)              (unit-variance outputs)
+//   projections q/k/v/gate/up   1/sqrt(fan_in)              (unit-variance outputs; also routers)
 //   attn_output / ffn_down      1/sqrt(fan_in * 2 n_layer)  (residual stream grows slowly)
 //   token_embd / output         2.5/sqrt(n_embd)            (logit std ~2.5 for unit-RMS input)
 //   norm weights                mean 1, std 0.02; biases mean 0, std 0.02

@@ -82,6 +82,28 @@ void CpuBackend::gated_up(Activation act, const MatView& w_gate, const MatView& 
   ops::glu(pool_, act, as_view(gate), as_view(up), out);
 }
 
+void CpuBackend::moe_route(const F32Mat& logits, const MoeRouting& r, int32_t* ids, float* weights) {
+  ops::moe_route(as_view(logits), r, ids, weights);
+}
+
+void CpuBackend::gated_up_id(Activation act, std::span<const MatView> w_gate, std::span<const MatView> w_up,
+                             const MatmulInput& x, const int32_t* ids, int n_used, F32Mat gate, F32Mat up, F32Mat out) {
+  ops::matmul_id(pool_, {{w_gate, gate}, {w_up, up}}, normalised(x), ids, n_used);
+  if (act == Activation::SiLU)
+    ops::swiglu(pool_, as_view(gate), as_view(up), out);
+  else
+    ops::geglu(pool_, as_view(gate), as_view(up), out);
+}
+
+void CpuBackend::matmul_id(std::span<const MatView> experts, const MatView& x, const int32_t* ids, int n_used, F32Mat y) {
+  ops::matmul_id(pool_, {{experts, y}}, x, ids, n_used);
+}
+
+void CpuBackend::moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
+                             const MatView& shared_gate, F32Mat out) {
+  ops::moe_combine(pool_, experts, weights, n_used, shared, shared_gate, out);
+}
+
 void CpuBackend::rope_store_kv(int layer, F32Mat q, F32Mat k, F32Mat v, int head_dim, const RopeParams& p) {
   ops::rope(pool_, q, head_dim, in_.pos, p);
   ops::rope(pool_, k, head_dim, in_.pos, p);

@@ -50,6 +50,12 @@ class CpuBackend final : public Backend {
   F32Mat logits_target(float* host, int n_out, int n_vocab) override;
   void finish_logits(const F32Mat&, float*) override {}
   void end_step() override {}
+  void moe_route(const F32Mat& logits, const MoeRouting& r, int32_t* ids, float* weights) override;
+  void gated_up_id(Activation act, std::span<const MatView> w_gate, std::span<const MatView> w_up, const MatmulInput& x,
+                   const int32_t* ids, int n_used, F32Mat gate, F32Mat up, F32Mat out) override;
+  void matmul_id(std::span<const MatView> experts, const MatView& x, const int32_t* ids, int n_used, F32Mat y) override;
+  void moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
+                   const MatView& shared_gate, F32Mat out) override;
   void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows, const int32_t* rows,
                    int64_t n, int head_dim, int32_t delta, const RopeParams& p) override;
 

@@ -3,6 +3,7 @@
 // output over the thread pool.
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cstdint>
 #include <vector>
 
@@ -207,6 +208,92 @@ void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> tar
     jobs[n_jobs++] = MatmulJob(kernel, t.w, act[f], t.y, x.rows, pool.size());
   }
   if (n_jobs > 0) run_jobs(pool, jobs, n_jobs);
+}
+
+
+namespace {
+
+// The rows of a matmul_id call in expert order: rows [start[e], start[e+1]) of the sorted
+// order use expert e, and sorted row i is output row order[i] (t*n_used + j). A counting
+// sort, stable, so each expert's rows keep their order.
+struct ExpertBuckets {
+  std::vector<int64_t> start, order;
+  ExpertBuckets(const int32_t* ids, int64_t n_rows, int64_t n_expert) : start(n_expert + 1, 0), order(n_rows) {
+    for (int64_t i = 0; i < n_rows; ++i) {
+      if (ids[i] < 0 || ids[i] >= n_expert)
+        fail(ErrorKind::InvalidArgument, "matmul_id: expert id {} out of range (0..{})", ids[i], n_expert - 1);
+      ++start[ids[i] + 1];
+    }
+    for (int64_t e = 0; e < n_expert; ++e) start[e + 1] += start[e];
+    std::vector<int64_t> next(start.begin(), start.end() - 1);
+    for (int64_t i = 0; i < n_rows; ++i) order[next[ids[i]]++] = i;
+  }
+};
+
+void validate_id(const ExpertTarget& t, const MatView& x, int n_used) {
+  if (t.experts.empty() || n_used <= 0 || t.y.rows % n_used != 0)
+    fail(ErrorKind::InvalidArgument, "matmul_id: {} experts, {} used, {} output rows", t.experts.size(), n_used, t.y.rows);
+  const int64_t n_tokens = t.y.rows / n_used;
+  if (x.rows != n_tokens && x.rows != t.y.rows)
+    fail(ErrorKind::InvalidArgument, "matmul_id: x has {} rows for {} tokens of {} experts", x.rows, n_tokens, n_used);
+  const MatView& w0 = t.experts[0];
+  for (const MatView& w : t.experts)
+    if (w.type != w0.type || w.cols != w0.cols || w.rows != w0.rows || w.layout != w0.layout)
+      fail(ErrorKind::InvalidArgument, "matmul_id: expert slices differ in type or shape");
+  validate(w0, MatView{DType::F32, x.cols, 1, x.row_stride, x.data}, F32Mat{t.y.data, t.y.cols, 1, t.y.stride});
+}
+
+}  // namespace
+
+void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, const MatView& x, const int32_t* ids,
+               int n_used) {
+  constexpr int kMaxTargets = 2;
+  if (targets.size() == 0 || targets.size() > kMaxTargets)
+    fail(ErrorKind::Internal, "matmul_id: {} targets, 1 to {}", targets.size(), kMaxTargets);
+  for (const ExpertTarget& t : targets) validate_id(t, x, n_used);
+  const ExpertTarget& first = *targets.begin();
+  const int64_t n_rows = first.y.rows, n_expert = static_cast<int64_t>(first.experts.size());
+  if (n_rows == 0) return;
+  const ExpertBuckets buckets(ids, n_rows, n_expert);
+
+  // The input rows in expert order, then quantized once per format like any matmul's: each
+  // row is quantized on its own, so its bits do not depend on its neighbours.
+  thread_local std::vector<float> xs, ys[kMaxTargets];
+  xs.resize(static_cast<size_t>(n_rows * x.cols));
+  const bool per_slot = x.rows == n_rows;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    const int64_t r = per_slot ? buckets.order[i] : buckets.order[i] / n_used;
+    std::memcpy(&xs[i * x.cols], x.row(r), static_cast<size_t>(x.cols) * sizeof(float));
+  }
+  const MatView xv{DType::F32, x.cols, n_rows, static_cast<size_t>(x.cols) * sizeof(float), xs.data()};
+
+  PreparedActivations act[kActFormats];
+  thread_local std::vector<MatmulJob> jobs;  // reused: a job is 1 KiB, a call up to 2 per expert
+  jobs.clear();
+  int ti = 0;
+  for (const ExpertTarget& t : targets) {
+    const int64_t cols = t.experts[0].rows;
+    std::vector<float>& y = ys[ti++];
+    y.resize(static_cast<size_t>(n_rows * cols));
+    const KernelPlan kernel = pick_kernel(t.experts[0]);
+    const int f = static_cast<int>(kernel.act);
+    if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, xv);
+    for (int64_t e = 0; e < n_expert; ++e) {
+      const int64_t r0 = buckets.start[e], n = buckets.start[e + 1] - r0;
+      if (n == 0) continue;
+      const PreparedActivations a{act[f].data + r0 * act[f].stride, act[f].stride};
+      jobs.emplace_back(kernel, t.experts[e], a, F32Mat{y.data() + r0 * cols, cols, n, cols}, n, pool.size());
+    }
+  }
+  run_jobs(pool, jobs.data(), static_cast<int>(jobs.size()));
+
+  ti = 0;
+  for (const ExpertTarget& t : targets) {
+    const std::vector<float>& y = ys[ti++];
+    const int64_t cols = t.y.cols;
+    for (int64_t i = 0; i < n_rows; ++i)
+      std::memcpy(t.y.row(buckets.order[i]), &y[i * cols], static_cast<size_t>(cols) * sizeof(float));
+  }
 }
 
 }  // namespace ember::ops

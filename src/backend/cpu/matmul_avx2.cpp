@@ -13,6 +13,7 @@
 //   summed in int32 over a whole super-block; one f32 scale per super-block pair, minus
 //   dmin * sum_g m_g * bsum_g.
 // - float weights: converted to f32 in registers, FMA with the f32 activations.
+#include <cmath>
 #include <immintrin.h>
 
 #include <cstring>
@@ -154,7 +155,9 @@ struct Family32 {
           if constexpr (Dec::kBias != 0) pairs = _mm256_sub_epi16(pairs, bias);
           const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, ones));
           acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i] * ab.d), dot, acc[i][j]);
-          if constexpr (Dec::kHasMin) macc[i][j] += mw[i] * ab.s;
+          // An explicit fma: left to the compiler, whether the product is fused depended on
+          // the tile shape, and a token's result on its place in the batch (Q4_1, Q5_1).
+          if constexpr (Dec::kHasMin) macc[i][j] = std::fma(mw[i], ab.s, macc[i][j]);
         }
       }
     }

@@ -23,4 +23,13 @@ void matmul(const MatView& w, const MatView& x, F32Mat y) {
   }
 }
 
+void matmul_id(const ExpertTarget& target, const MatView& x, const int32_t* ids, int n_used) {
+  const F32Mat& y = target.y;
+  for (int64_t r = 0; r < y.rows; ++r) {
+    const int64_t xr = x.rows == y.rows ? r : r / n_used;
+    const MatView xrow{DType::F32, x.cols, 1, x.row_stride, x.row(xr)};
+    matmul(target.experts[static_cast<size_t>(ids[r])], xrow, F32Mat{y.row(r), y.cols, 1, y.stride});
+  }
+}
+
 }  // namespace ember::ops::reference

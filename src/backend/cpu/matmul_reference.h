@@ -8,5 +8,7 @@ namespace ember::ops::reference {
 
 // y[t][j] = sum_i x[t][i] * W[j][i]   (torch: y = x @ W.T), same shapes as ops::matmul.
 void matmul(const MatView& w, const MatView& x, F32Mat y);
+// ops::matmul_id, one output row at a time: each row's expert slice through matmul above.
+void matmul_id(const ExpertTarget& target, const MatView& x, const int32_t* ids, int n_used);
 
 }  // namespace ember::ops::reference
