@@ -89,10 +89,7 @@ void CpuBackend::moe_route(const F32Mat& logits, const MoeRouting& r, int32_t* i
 void CpuBackend::gated_up_id(Activation act, std::span<const MatView> w_gate, std::span<const MatView> w_up,
                              const MatmulInput& x, const int32_t* ids, int n_used, F32Mat gate, F32Mat up, F32Mat out) {
   ops::matmul_id(pool_, {{w_gate, gate}, {w_up, up}}, normalised(x), ids, n_used);
-  if (act == Activation::SiLU)
-    ops::swiglu(pool_, as_view(gate), as_view(up), out);
-  else
-    ops::geglu(pool_, as_view(gate), as_view(up), out);
+  ops::glu(pool_, act, as_view(gate), as_view(up), out);
 }
 
 void CpuBackend::matmul_id(std::span<const MatView> experts, const MatView& x, const int32_t* ids, int n_used, F32Mat y) {
