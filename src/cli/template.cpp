@@ -1,0 +1,87 @@
+// `ember template`: the prompt a conversation becomes, exactly as the model would see it (the
+// command-line face of POST /apply-template, for people debugging a chat template).
+//
+//   ember template -m model.gguf -f conversation.json
+//   ember template -m model.gguf --chat-template-file my.jinja -f conversation.json --tokens
+//
+// conversation.json: {"messages": [...], "tools": [...]?, "add_generation_prompt": true?,
+// "chat_template_kwargs": {...}?}. The prompt's bytes go to stdout unchanged (no newline added);
+// --tokens prints the token ids instead, one per line with their pieces.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/commands.h"
+#include "gguf/gguf.h"
+#include "template/chat_prompt.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/json.h"
+#include "util/mmap.h"
+
+namespace ember::cli {
+namespace {
+
+struct TemplateFlags {
+  std::string model;
+  std::string template_file;
+  std::string chat_template;
+  std::string conversation;
+  int64_t now = -1;
+  bool tokens = false;
+};
+
+int run_template(const TemplateFlags& f) {
+  const gguf::File file = gguf::File::open(f.model);
+  const Tokenizer tok = Tokenizer::from_gguf(file);
+  std::optional<std::string> text;
+  if (!f.template_file.empty()) text = read_text_file(f.template_file);
+  std::string warning;
+  const ChatTemplate tmpl = ChatTemplate::from_gguf(file, f.chat_template, &warning, &tok.vocab(),
+                                                    text ? std::optional<std::string_view>(*text) : std::nullopt);
+  if (!warning.empty()) std::fprintf(stderr, "ember: %s\n", warning.c_str());
+  const json::Value body = json::parse(read_text_file(f.conversation), f.conversation);
+  ChatPromptInput input;
+  ChatPrompt prompt = apply_template(tmpl, body);
+  if (f.now >= 0) {  // re-render with the fixed clock (strftime_now) the differential check uses
+    json::Value fixed = body;
+    input.now = static_cast<std::time_t>(f.now);
+    prompt = render_chat_prompt(tmpl, [&] {
+      ChatPromptInput in;
+      in.messages = fixed.at("messages");
+      if (const json::Value* t = json::find(fixed, "tools")) in.tools = *t;
+      if (const json::Value* g = json::find(fixed, "add_generation_prompt"); g && g->is_boolean()) in.add_generation_prompt = g->get<bool>();
+      if (const json::Value* k = json::find(fixed, "chat_template_kwargs"); k && !k->is_null()) in.template_kwargs = *k;
+      in.now = input.now;
+      return in;
+    }());
+  }
+  if (!f.tokens) {
+    std::fwrite(prompt.text.data(), 1, prompt.text.size(), stdout);
+    return 0;
+  }
+  std::string out;
+  for (int32_t id : tokenize_chat_prompt(tok, prompt)) out += fmt::format("{} {}\n", id, json::quote(tok.piece(id)));
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+void add_template(CLI::App& app) {
+  auto flags = std::make_shared<TemplateFlags>();
+  CLI::App* cmd = app.add_subcommand("template", "Print the prompt a conversation (JSON) becomes under the model's chat template");
+  cmd->add_option("-m,--model", flags->model, "GGUF file (its tokenizer.chat_template and vocabulary)")->required();
+  cmd->add_option("-f,--file", flags->conversation, "JSON: messages, tools?, add_generation_prompt?, chat_template_kwargs?")->required();
+  cmd->add_option("--chat-template-file", flags->template_file, "Jinja chat template to use instead of the model's");
+  cmd->add_option("--chat-template", flags->chat_template, "use a built-in format by name instead of Jinja");
+  cmd->add_option("--now", flags->now, "Unix time that strftime_now() sees (default: the clock)");
+  cmd->add_flag("--tokens", flags->tokens, "print the prompt's token ids and pieces instead of its text");
+  cmd->callback([flags] { set_exit_code(guarded("template", [&] { return run_template(*flags); })); });
+}
+
+}  // namespace ember::cli
