@@ -9,6 +9,7 @@
 // --tokens prints the token ids instead, one per line with their pieces.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -33,6 +34,7 @@ struct TemplateFlags {
   std::string conversation;
   int64_t now = -1;
   bool tokens = false;
+  int bench = 0;
 };
 
 int run_template(const TemplateFlags& f) {
@@ -45,20 +47,14 @@ int run_template(const TemplateFlags& f) {
                                                     text ? std::optional<std::string_view>(*text) : std::nullopt);
   if (!warning.empty()) std::fprintf(stderr, "ember: %s\n", warning.c_str());
   const json::Value body = json::parse(read_text_file(f.conversation), f.conversation);
-  ChatPromptInput input;
-  ChatPrompt prompt = apply_template(tmpl, body);
-  if (f.now >= 0) {  // re-render with the fixed clock (strftime_now) the differential check uses
-    json::Value fixed = body;
-    input.now = static_cast<std::time_t>(f.now);
-    prompt = render_chat_prompt(tmpl, [&] {
-      ChatPromptInput in;
-      in.messages = fixed.at("messages");
-      if (const json::Value* t = json::find(fixed, "tools")) in.tools = *t;
-      if (const json::Value* g = json::find(fixed, "add_generation_prompt"); g && g->is_boolean()) in.add_generation_prompt = g->get<bool>();
-      if (const json::Value* k = json::find(fixed, "chat_template_kwargs"); k && !k->is_null()) in.template_kwargs = *k;
-      in.now = input.now;
-      return in;
-    }());
+  const auto now = f.now >= 0 ? std::optional<std::time_t>(static_cast<std::time_t>(f.now)) : std::nullopt;
+  const ChatPrompt prompt = apply_template(tmpl, body, now);
+  if (f.bench > 0) {  // render cost, for the note: the same conversation f.bench more times
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < f.bench; ++i) apply_template(tmpl, body, now);
+    const std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+    std::fprintf(stderr, "ember template: %.1f us per render (%d renders, %zu bytes)\n", took.count() / f.bench, f.bench,
+                 prompt.text.size());
   }
   if (!f.tokens) {
     std::fwrite(prompt.text.data(), 1, prompt.text.size(), stdout);
@@ -80,6 +76,7 @@ void add_template(CLI::App& app) {
   cmd->add_option("--chat-template-file", flags->template_file, "Jinja chat template to use instead of the model's");
   cmd->add_option("--chat-template", flags->chat_template, "use a built-in format by name instead of Jinja");
   cmd->add_option("--now", flags->now, "Unix time that strftime_now() sees (default: the clock)");
+  cmd->add_option("--bench", flags->bench, "also render N more times and print the time per render on stderr");
   cmd->add_flag("--tokens", flags->tokens, "print the prompt's token ids and pieces instead of its text");
   cmd->callback([flags] { set_exit_code(guarded("template", [&] { return run_template(*flags); })); });
 }

@@ -89,7 +89,7 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const ChatPrompt
   return tok.encode_marked(prompt.text, data);
 }
 
-ChatPrompt apply_template(const ChatTemplate& tmpl, const json::Value& body) {
+ChatPrompt apply_template(const ChatTemplate& tmpl, const json::Value& body, std::optional<std::time_t> now) {
   if (!body.is_object()) fail(ErrorKind::InvalidArgument, "the request must be a JSON object");
   ChatPromptInput input;
   const json::Value* messages = json::find(body, "messages");
@@ -101,6 +101,7 @@ ChatPrompt apply_template(const ChatTemplate& tmpl, const json::Value& body) {
     input.add_generation_prompt = gen->get<bool>();
   }
   if (const json::Value* kw = json::find(body, "chat_template_kwargs"); kw && !kw->is_null()) input.template_kwargs = *kw;
+  input.now = now;
   return render_chat_prompt(tmpl, input);
 }
 

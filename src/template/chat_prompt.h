@@ -54,6 +54,7 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const ChatPrompt
 // POST /apply-template and `ember template`: the request body {messages, tools?,
 // add_generation_prompt? (default true), chat_template_kwargs?} rendered to the prompt text.
 // Throws Error(InvalidArgument) for a malformed body or a template error.
-ChatPrompt apply_template(const ChatTemplate& tmpl, const json::Value& body);
+// `now`: the time strftime_now() sees (default: the clock).
+ChatPrompt apply_template(const ChatTemplate& tmpl, const json::Value& body, std::optional<std::time_t> now = std::nullopt);
 
 }  // namespace ember

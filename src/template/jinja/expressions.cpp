@@ -51,8 +51,7 @@ Value Interpreter::eval(const Node& n) {
       Dict d;
       for (size_t i = 0; i + 1 < n.kids.size(); i += 2) {
         const Value key = eval(*n.kids[i]);
-        if (!key.is_string()) fail("dict keys must be strings here, got '{}'", key.type_name());
-        d.set(key.str(), eval(*n.kids[i + 1]));
+        d.set(Dict::stored_key(key), eval(*n.kids[i + 1]));
       }
       return Value::dict(std::move(d));
     }

@@ -95,6 +95,7 @@ Value f_join(Interpreter&, const Value& v, CallArgs& a) {
 
 Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
   Array out;
+  if (!v.truthy()) return Value::generator({});  // jinja2: `if value:` before iterating
   const Value* attr = a.get(SIZE_MAX, "attribute");
   if (!attr && a.pos.empty()) fail("map needs a filter name or attribute=");
   CallArgs rest = rest_args(a, 1);
@@ -109,7 +110,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
       out.push_back(apply_filter(in, a.pos[0].str(), item, rest));
     }
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 // select / reject / selectattr / rejectattr.
@@ -118,13 +119,14 @@ Value select(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bool ke
   if (by_attr && a.pos.empty()) fail("selectattr needs an attribute name");
   CallArgs rest = rest_args(a, test_at + 1);
   Array out;
+  if (!v.truthy()) return Value::generator({});
   for (const Value& item : iterate(v)) {
     in.tick();
     const Value subject = by_attr ? attribute_path(item, a.pos[0]) : item;
     const bool pass = a.pos.size() > test_at ? apply_test(in, a.pos[test_at].str(), subject, rest) : subject.truthy();
     if (pass == keep) out.push_back(item);
   }
-  return Value::list(std::move(out));
+  return Value::generator(std::move(out));
 }
 Value f_select(Interpreter& in, const Value& v, CallArgs& a) { return select(in, v, a, false, true); }
 Value f_reject(Interpreter& in, const Value& v, CallArgs& a) { return select(in, v, a, false, false); }
@@ -132,7 +134,7 @@ Value f_selectattr(Interpreter& in, const Value& v, CallArgs& a) { return select
 Value f_rejectattr(Interpreter& in, const Value& v, CallArgs& a) { return select(in, v, a, true, false); }
 
 Value pair(const Dict& d, const std::pair<std::string, Value>& e) {
-  return Value::list({d.data_keys ? Value::string(Text::from_data(e.first)) : Value::string(e.first), e.second});
+  return Value::list({d.key_value(e.first), e.second});
 }
 
 Value f_items(Interpreter&, const Value& v, CallArgs&) {
@@ -162,6 +164,7 @@ Value f_first(Interpreter&, const Value& v, CallArgs&) {
   return items.empty() ? Value::undefined("No first item, sequence was empty.") : items.front();
 }
 Value f_last(Interpreter&, const Value& v, CallArgs&) {
+  if (v.is_generator()) fail("'generator' object is not reversible");
   const Array items = iterate(v);
   return items.empty() ? Value::undefined("No last item, sequence was empty.") : items.back();
 }

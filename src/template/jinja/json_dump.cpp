@@ -67,7 +67,9 @@ class Dumper {
         return;
       }
       case Value::Kind::String: quote(v.str(), o_.ensure_ascii, out); return;
-      case Value::Kind::List: return list(v.items(), depth, out);
+      case Value::Kind::List:
+        if (v.is_generator()) fail("Object of type generator is not JSON serializable");
+        return list(v.items(), depth, out);
       case Value::Kind::Dict: return dict(v.entries(), depth, out);
       default: fail("Object of type {} is not JSON serializable", v.type_name());
     }
@@ -107,7 +109,7 @@ class Dumper {
     for (size_t i = 0; i < entries.size(); ++i) {
       if (i) out += o_.item_separator;
       if (o_.indented) newline(depth + 1, out);
-      quote(entries[i]->first, o_.ensure_ascii, out);
+      quote(to_text(d.key_value(entries[i]->first)).bytes, o_.ensure_ascii, out);
       out += o_.key_separator;
       dump(entries[i]->second, depth + 1, out);
     }

@@ -135,11 +135,11 @@ bool string_method(const Value& s, std::string_view m, CallArgs& a, Value* r) {
 
 bool dict_method(const Value& d, std::string_view m, CallArgs& a, Value* r) {
   const Dict& dict = d.entries();
-  auto key_value = [&](const std::string& k) { return dict.data_keys ? Value::string(Text::from_data(k)) : Value::string(k); };
+  auto key_value = [&](const std::string& k) { return dict.key_value(k); };
   if (m == "get") {
     const Value* key = a.get(0, "key");
     if (!key) fail("dict.get() needs a key");
-    const Value* hit = key->is_string() ? dict.find(key->str()) : nullptr;
+    const Value* hit = key->is_string() || key->is_number() ? dict.find(Dict::stored_key(*key)) : nullptr;
     *r = hit ? *hit : a.get_or(1, "default", Value::none());
   } else if (m == "items") {
     Array out;

@@ -73,7 +73,8 @@ bool contains(const Value& container, const Value& item) {
         if (equal(v, item)) return true;
       return false;
     case Value::Kind::Dict:
-    case Value::Kind::Namespace: return item.is_string() && container.entries().find(item.str()) != nullptr;
+    case Value::Kind::Namespace: return (item.is_string() || item.kind() == Value::Kind::Int) &&
+                                                  container.entries().find(Dict::stored_key(item)) != nullptr;
     case Value::Kind::Undefined: return false;
     default: fail("argument of type '{}' is not iterable", container.type_name());
   }
@@ -127,10 +128,11 @@ Value get_attr(const Value& obj, std::string_view name) {
 Value get_item(const Value& obj, const Value& key) {
   if (obj.is_undefined()) undefined_used(obj);
   if (obj.is_dict()) {
-    if (key.is_string())
-      if (const Value* v = obj.entries().find(key.str())) return *v;
+    if (key.is_string() || key.kind() == Value::Kind::Int || key.kind() == Value::Kind::Bool)
+      if (const Value* v = obj.entries().find(Dict::stored_key(key))) return *v;
     return Value::undefined(fmt::format("'{}' object has no attribute '{}'", obj.type_name(), repr(key)));
   }
+  if (obj.is_generator()) return Value::undefined("'generator' object is not subscriptable");
   if ((obj.is_list() || obj.is_string()) && key.kind() == Value::Kind::Int) {
     int64_t i = key.as_int();
     if (obj.is_list()) {
@@ -182,7 +184,7 @@ Array iterate(const Value& v) {
     case Value::Kind::Dict: {
       Array keys;
       for (const auto& [k, item] : v.entries().items)
-        keys.push_back(v.entries().data_keys ? Value::string(Text::from_data(k)) : Value::string(k));
+        keys.push_back(v.entries().key_value(k));
       return keys;
     }
     case Value::Kind::String: {
@@ -199,7 +201,9 @@ Array iterate(const Value& v) {
 int64_t length(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::String: return static_cast<int64_t>(pystr::codepoint_count(v.str()));
-    case Value::Kind::List: return static_cast<int64_t>(v.items().size());
+    case Value::Kind::List:
+      if (v.is_generator()) fail("object of type 'generator' has no len()");
+      return static_cast<int64_t>(v.items().size());
     case Value::Kind::Dict:
     case Value::Kind::Namespace: return static_cast<int64_t>(v.entries().items.size());
     case Value::Kind::Undefined: return 0;

@@ -38,6 +38,20 @@ Text derived_text(const Text& src, std::string bytes) {
   return src.has_data() ? Text::from_data(std::move(bytes)) : Text{std::move(bytes), {}};
 }
 
+// An int (or bool) key is "\x01i<digits>"; a str key that itself starts with \x01 gets "\x01s".
+std::string Dict::stored_key(const Value& key) {
+  if (key.kind() == Value::Kind::Int || key.kind() == Value::Kind::Bool) return "\x01i" + std::to_string(key.as_int());
+  if (!key.is_string()) fail("unhashable or unsupported dict key of type '{}'", key.type_name());
+  if (!key.str().empty() && key.str()[0] == '\x01') return "\x01s" + key.str();
+  return key.str();
+}
+
+Value Dict::key_value(const std::string& stored) const {
+  if (stored.size() >= 2 && stored[0] == '\x01' && stored[1] == 'i') return Value::integer(std::stoll(stored.substr(2)));
+  std::string s = stored.size() >= 2 && stored[0] == '\x01' ? stored.substr(2) : stored;
+  return data_keys ? Value::string(Text::from_data(std::move(s))) : Value::string(std::move(s));
+}
+
 const Value* Dict::find(std::string_view key) const {
   for (const auto& [k, v] : items)
     if (k == key) return &v;
@@ -95,6 +109,11 @@ Value Value::list(Array items) {
   v.list_ = std::make_shared<Array>(std::move(items));
   return v;
 }
+Value Value::generator(Array items) {
+  Value v = list(std::move(items));
+  v.generator_ = true;
+  return v;
+}
 Value Value::dict(Dict d) {
   Value v;
   v.kind_ = Kind::Dict;
@@ -136,7 +155,7 @@ Value Value::from_json(const json::Value& j, size_t depth) {
     case json::Value::value_t::object: {
       Dict d;
       d.data_keys = true;
-      for (const auto& [k, item] : j.items()) d.items.emplace_back(k, from_json(item, depth + 1));
+      for (const auto& [k, item] : j.items()) d.items.emplace_back(Dict::stored_key(string(k)), from_json(item, depth + 1));
       return dict(std::move(d));
     }
     default: return none();
@@ -151,7 +170,7 @@ bool Value::truthy() const {
     case Kind::Int: return i_ != 0;
     case Kind::Float: return f_ != 0;
     case Kind::String: return !str_->bytes.empty();
-    case Kind::List: return !list_->empty();
+    case Kind::List: return generator_ || !list_->empty();
     case Kind::Dict: return !dict_->items.empty();
     case Kind::Namespace:
     case Kind::Callable: return true;
@@ -215,6 +234,7 @@ std::string repr(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::String: return pystr::string_repr(v.str());
     case Value::Kind::List: {
+      if (v.is_generator()) return "<generator object>";
       std::string out = "[";
       for (size_t i = 0; i < v.items().size(); ++i) out += (i ? ", " : "") + repr(v.items()[i]);
       return out + "]";
@@ -223,7 +243,7 @@ std::string repr(const Value& v) {
       std::string out = "{";
       bool first = true;
       for (const auto& [k, item] : v.entries().items) {
-        out += (first ? "" : ", ") + pystr::string_repr(k) + ": " + repr(item);
+        out += (first ? "" : ", ") + repr(v.entries().key_value(k)) + ": " + repr(item);
         first = false;
       }
       return out + "}";

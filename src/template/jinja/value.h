@@ -50,6 +50,10 @@ using Array = std::vector<Value>;
 struct Dict {
   std::vector<std::pair<std::string, Value>> items;
   bool data_keys = false;  // the keys came from data (a parsed JSON object)
+  // Keys are stored as strings; a key that is not a str (Python allows ints too) is stored
+  // encoded, and key_value() gives back what the template sees.
+  static std::string stored_key(const Value& key);  // throws for a key of another kind
+  Value key_value(const std::string& stored) const;
   const Value* find(std::string_view key) const;
   void set(std::string key, Value v);
 };
@@ -80,6 +84,10 @@ class Value {
   bool is_none() const { return kind_ == Kind::None; }
   bool is_string() const { return kind_ == Kind::String; }
   bool is_list() const { return kind_ == Kind::List; }
+  // What map(), select() and friends return: in Python a generator, which is always true,
+  // has no len() and is not JSON; `| list` makes it a list.
+  bool is_generator() const { return generator_; }
+  static Value generator(Array items);
   bool is_dict() const { return kind_ == Kind::Dict || kind_ == Kind::Namespace; }
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
   bool is_callable() const { return kind_ == Kind::Callable; }
@@ -101,6 +109,7 @@ class Value {
  private:
   Kind kind_ = Kind::Undefined;
   bool b_ = false;
+  bool generator_ = false;
   int64_t i_ = 0;  // Int, and Bool as 0/1 (Python's bool is an int)
   double f_ = 0;
   std::shared_ptr<const Text> str_;
