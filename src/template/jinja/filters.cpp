@@ -55,30 +55,19 @@ Value f_trim(Interpreter&, const Value& v, CallArgs& a) {
   return Value::string(t.substr(b, e));
 }
 
-Value f_string(Interpreter&, const Value& v, CallArgs&) { return Value::string(to_text(v)); }
+Value f_string(Interpreter&, const Value& v, CallArgs&) { return v.is_markup() ? v : Value::string(to_text(v)); }
 Value f_upper(Interpreter&, const Value& v, CallArgs&) { return Value::string(derived_text(to_text(v), pystr::upper(to_text(v).bytes))); }
 Value f_lower(Interpreter&, const Value& v, CallArgs&) { return Value::string(derived_text(to_text(v), pystr::lower(to_text(v).bytes))); }
 Value f_title(Interpreter&, const Value& v, CallArgs&) { return Value::string(derived_text(to_text(v), pystr::title(to_text(v).bytes))); }
 Value f_capitalize(Interpreter&, const Value& v, CallArgs&) {
   return Value::string(derived_text(to_text(v), pystr::capitalize(to_text(v).bytes)));
 }
-Value f_safe(Interpreter&, const Value& v, CallArgs&) { return v.is_string() ? v : Value::string(to_text(v)); }
+Value f_safe(Interpreter&, const Value& v, CallArgs&) { return Value::markup(to_text(v)); }
 
 Value f_escape(Interpreter&, const Value& v, CallArgs&) {
-  const Text t = to_text(v);
-  std::string out;
-  for (char c : t.bytes) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return Value::string(derived_text(t, std::move(out)));
+  return v.is_markup() ? v : Value::markup(html_escape(to_text(v)));
 }
+Value f_forceescape(Interpreter&, const Value& v, CallArgs&) { return Value::markup(html_escape(to_text(v))); }
 
 Value f_join(Interpreter&, const Value& v, CallArgs& a) {
   const Text sep = to_text(a.get_or(0, "d", Value::string("")));
@@ -327,7 +316,7 @@ const std::unordered_map<std::string_view, FilterFn>& filters() {
       {"tojson", f_tojson},       {"length", f_length},       {"count", f_length},     {"default", f_default},
       {"d", f_default},           {"trim", f_trim},           {"string", f_string},    {"upper", f_upper},
       {"lower", f_lower},         {"title", f_title},         {"capitalize", f_capitalize}, {"safe", f_safe},
-      {"escape", f_escape},       {"e", f_escape},            {"forceescape", f_escape}, {"join", f_join},
+      {"escape", f_escape},       {"e", f_escape},            {"forceescape", f_forceescape}, {"join", f_join},
       {"map", f_map},             {"select", f_select},       {"reject", f_reject},    {"selectattr", f_selectattr},
       {"rejectattr", f_rejectattr}, {"items", f_items},       {"dictsort", f_dictsort}, {"first", f_first},
       {"last", f_last},           {"list", f_list},           {"reverse", f_reverse},  {"sort", f_sort},

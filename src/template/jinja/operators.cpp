@@ -100,9 +100,10 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (op == ">=") return Value::boolean(!less(a, b));
   if (a.is_number() && b.is_number()) return arithmetic(op, a, b);
   if (op == "+" && a.is_string() && b.is_string()) {
-    Text t = a.text();
-    t.append(b.text());
-    return Value::string(std::move(t));
+    const bool markup = a.is_markup() || b.is_markup();
+    Text t = markup && !a.is_markup() ? html_escape(a.text()) : a.text();
+    t.append(markup && !b.is_markup() ? html_escape(b.text()) : b.text());
+    return markup ? Value::markup(std::move(t)) : Value::string(std::move(t));
   }
   if (op == "+" && a.is_list() && b.is_list()) {
     Array items = a.items();

@@ -109,6 +109,11 @@ Value Value::list(Array items) {
   v.list_ = std::make_shared<Array>(std::move(items));
   return v;
 }
+Value Value::markup(Text t) {
+  Value v = string(std::move(t));
+  v.markup_ = true;
+  return v;
+}
 Value Value::generator(Array items) {
   Value v = list(std::move(items));
   v.generator_ = true;
@@ -198,6 +203,21 @@ bool Value::same_object(const Value& o) const {
   if (kind_ != o.kind_) return false;
   if (list_ || dict_) return list_ == o.list_ && dict_ == o.dict_;
   return equal(*this, o);
+}
+
+Text html_escape(const Text& t) {
+  std::string out;
+  for (char c : t.bytes) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return derived_text(t, std::move(out));
 }
 
 bool holds_data(const Value& v, size_t depth) {

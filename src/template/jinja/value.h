@@ -88,6 +88,10 @@ class Value {
   // has no len() and is not JSON; `| list` makes it a list.
   bool is_generator() const { return generator_; }
   static Value generator(Array items);
+  // markupsafe's Markup, which `| safe` makes: `+` with a plain str HTML-escapes the str (the
+  // templates use it for exactly that quirk; `~` and output treat it as a plain string).
+  bool is_markup() const { return markup_; }
+  static Value markup(Text t);
   bool is_dict() const { return kind_ == Kind::Dict || kind_ == Kind::Namespace; }
   bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
   bool is_callable() const { return kind_ == Kind::Callable; }
@@ -110,6 +114,7 @@ class Value {
   Kind kind_ = Kind::Undefined;
   bool b_ = false;
   bool generator_ = false;
+  bool markup_ = false;
   int64_t i_ = 0;  // Int, and Bool as 0/1 (Python's bool is an int)
   double f_ = 0;
   std::shared_ptr<const Text> str_;
@@ -119,6 +124,8 @@ class Value {
   std::string name_;
 };
 
+// markupsafe.escape: & < > " ' as HTML entities.
+Text html_escape(const Text& t);
 // Whether any string inside v came from data.
 bool holds_data(const Value& v, size_t depth = 0);
 // Python's str(v) (what {{ v }} writes; Undefined writes nothing) and repr(v).
