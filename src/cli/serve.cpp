@@ -17,6 +17,7 @@
 #include "engine/batch_job.h"
 #include "engine/draft/draft_setup.h"
 #include "server/http_server.h"
+#include "cli/chat_template_flags.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 
@@ -27,7 +28,7 @@ struct ServeFlags {
   GenerationFlags gen;
   server::ServerOptions http;
   std::string alias;
-  std::string chat_template;
+  ChatTemplateFlags chat_template;
   std::string shutdown = "finish";
   int n_parallel = 16;
   int batch_tokens = 512;
@@ -87,7 +88,7 @@ int run_serve(ServeFlags& f) {
     throw;
   }
   std::string warning;
-  const ChatTemplate tmpl = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
+  const ChatTemplate tmpl = load_chat_template(m.model->gguf(), f.chat_template, m.tokenizer->vocab(), &warning);
   if (!warning.empty()) fmt::print(stderr, "{}\n", warning);
   server::EngineOptions eo{SchedulerOptions{f.n_parallel, f.batch_tokens, draft_model.context.get()}, f.max_queue,
                           sequence_drafting(f.gen.draft)};
@@ -138,7 +139,7 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--timeout", flags->http.read_timeout_s, "seconds a client may take to send its request")
       ->capture_default_str();
   cmd->add_option("--shutdown", flags->shutdown, "on SIGTERM: finish or cancel the running requests")->capture_default_str();
-  cmd->add_option("--chat-template", flags->chat_template, "template for chat requests (default: the model's)");
+  add_chat_template_flags(cmd, flags->chat_template);
   add_sampling_flags(cmd, flags->gen);
   add_draft_flags(cmd, flags->gen);
   cmd->callback([flags] { set_exit_code(guarded("serve", [&] { return run_serve(*flags); })); });

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/chat_template_flags.h"
 #include "cli/commands.h"
 #include "gguf/gguf.h"
 #include "template/chat_prompt.h"
@@ -29,8 +30,7 @@ namespace {
 
 struct TemplateFlags {
   std::string model;
-  std::string template_file;
-  std::string chat_template;
+  ChatTemplateFlags chat_template;
   std::string conversation;
   int64_t now = -1;
   bool tokens = false;
@@ -40,11 +40,8 @@ struct TemplateFlags {
 int run_template(const TemplateFlags& f) {
   const gguf::File file = gguf::File::open(f.model);
   const Tokenizer tok = Tokenizer::from_gguf(file);
-  std::optional<std::string> text;
-  if (!f.template_file.empty()) text = read_text_file(f.template_file);
   std::string warning;
-  const ChatTemplate tmpl = ChatTemplate::from_gguf(file, f.chat_template, &warning, &tok.vocab(),
-                                                    text ? std::optional<std::string_view>(*text) : std::nullopt);
+  const ChatTemplate tmpl = load_chat_template(file, f.chat_template, tok.vocab(), &warning);
   if (!warning.empty()) std::fprintf(stderr, "ember: %s\n", warning.c_str());
   const json::Value body = json::parse(read_text_file(f.conversation), f.conversation);
   const auto now = f.now >= 0 ? std::optional<std::time_t>(static_cast<std::time_t>(f.now)) : std::nullopt;
@@ -73,8 +70,7 @@ void add_template(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("template", "Print the prompt a conversation (JSON) becomes under the model's chat template");
   cmd->add_option("-m,--model", flags->model, "GGUF file (its tokenizer.chat_template and vocabulary)")->required();
   cmd->add_option("-f,--file", flags->conversation, "JSON: messages, tools?, add_generation_prompt?, chat_template_kwargs?")->required();
-  cmd->add_option("--chat-template-file", flags->template_file, "Jinja chat template to use instead of the model's");
-  cmd->add_option("--chat-template", flags->chat_template, "use a built-in format by name instead of Jinja");
+  add_chat_template_flags(cmd, flags->chat_template);
   cmd->add_option("--now", flags->now, "Unix time that strftime_now() sees (default: the clock)");
   cmd->add_option("--bench", flags->bench, "also render N more times and print the time per render on stderr");
   cmd->add_flag("--tokens", flags->tokens, "print the prompt's token ids and pieces instead of its text");

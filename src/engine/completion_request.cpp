@@ -82,7 +82,9 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
       fail(ErrorKind::InvalidArgument, "field 'messages' must be a non-empty array");
     ChatPromptInput input;
     input.messages = *messages;
-    r.prompt = render_chat_prompt(chat_template, input).text;
+    ChatPrompt rendered = render_chat_prompt(chat_template, input);
+    r.prompt = std::move(rendered.text);
+    r.prompt_data = std::move(rendered.data);
     r.chat = true;
   }
   constexpr int64_t kMaxTokens = 1 << 20;
@@ -112,7 +114,8 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
 
 SequenceRequest sequence_request(const CompletionRequest& request, const Tokenizer& tok) {
   SequenceRequest s;
-  s.prompt = tok.encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
+  s.prompt = request.chat ? tokenize_chat_prompt(tok, ChatPrompt{request.prompt, request.prompt_data})
+                         : tok.encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
   s.sampling = request.sampling;
   s.max_tokens = request.max_tokens;
   if (!request.ignore_eos) s.stop_tokens = tok.eog_ids();
