@@ -13,8 +13,8 @@ namespace ember::jinja {
 inline constexpr size_t kMaxTemplateBytes = 1 << 20;       // template source
 inline constexpr size_t kMaxOutputBytes = 16 << 20;        // the rendered prompt
 inline constexpr size_t kMaxStringBytes = 16 << 20;        // any one string value
-inline constexpr size_t kMaxListItems = 1 << 20;           // any one list (range(), list * n ...)
-inline constexpr uint64_t kMaxSteps = 20'000'000;          // evaluated nodes and loop iterations
+inline constexpr size_t kMaxListItems = 1 << 17;           // any one list (range(), list * n ...)
+inline constexpr uint64_t kMaxSteps = 5'000'000;           // evaluated nodes and loop iterations
 inline constexpr int kMaxCallDepth = 100;                  // nested macro calls
 inline constexpr int kMaxNesting = 200;                    // parser nesting (expressions, blocks)
 

@@ -45,7 +45,7 @@ Value Interpreter::eval(const Node& n) {
     case NodeKind::ListLit: {
       Array items;
       for (const NodePtr& k : n.kids) items.push_back(eval(*k));
-      return Value::list(std::move(items));
+      return n.name == "tuple" ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
     case NodeKind::DictLit: {
       Dict d;

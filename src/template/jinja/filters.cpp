@@ -123,7 +123,7 @@ Value f_selectattr(Interpreter& in, const Value& v, CallArgs& a) { return select
 Value f_rejectattr(Interpreter& in, const Value& v, CallArgs& a) { return select(in, v, a, true, false); }
 
 Value pair(const Dict& d, const std::pair<std::string, Value>& e) {
-  return Value::list({d.key_value(e.first), e.second});
+  return Value::tuple({d.key_value(e.first), e.second});
 }
 
 Value f_items(Interpreter&, const Value& v, CallArgs&) {

@@ -96,37 +96,52 @@ Interpreter::Flow Interpreter::exec(const Node& n) {
   }
 }
 
+// The loop variable is one dict per loop, updated in place each iteration (previtem and
+// nextitem are Undefined where Python has none), so an iteration costs no allocation.
 Interpreter::Flow Interpreter::exec_for(const Node& n) {
-  Array all = iterate(eval(*n.kids[0]));
+  const Value iterable = eval(*n.kids[0]);
+  Array copied;
+  const Array* all = iterable.is_list() && !n.kids[1] ? &iterable.items() : &(copied = iterate(iterable));
   scopes_.push_back(std::make_shared<Scope>());
   if (n.kids[1]) {  // {% for x in xs if cond %}: the condition filters before the loop counts
     Array kept;
-    for (Value& item : all) {
+    for (Value& item : copied) {
       tick();
       assign(n.targets, item);
       if (eval(*n.kids[1]).truthy()) kept.push_back(std::move(item));
     }
-    all = std::move(kept);
+    copied = std::move(kept);
   }
-  const auto count = static_cast<int64_t>(all.size());
-  for (int64_t i = 0; i < count; ++i) {
-    tick();
-    assign(n.targets, all[static_cast<size_t>(i)]);
-    Dict loop;
-    loop.items = {{"index", Value::integer(i + 1)},      {"index0", Value::integer(i)},
-                  {"revindex", Value::integer(count - i)}, {"revindex0", Value::integer(count - i - 1)},
-                  {"first", Value::boolean(i == 0)},       {"last", Value::boolean(i == count - 1)},
-                  {"length", Value::integer(count)},       {"depth", Value::integer(1)},
-                  {"depth0", Value::integer(0)}};
-    if (i > 0) loop.items.emplace_back("previtem", all[static_cast<size_t>(i - 1)]);
-    if (i + 1 < count) loop.items.emplace_back("nextitem", all[static_cast<size_t>(i + 1)]);
-    loop.items.emplace_back("cycle", Value::callable(
-                                         [i](Interpreter&, CallArgs& args) {
+  const auto count = static_cast<int64_t>(all->size());
+  auto index = std::make_shared<int64_t>(0);
+  Dict fields;
+  for (const char* k : {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0",
+                        "previtem", "nextitem"})
+    fields.items.emplace_back(k, Value());
+  fields.items.emplace_back("cycle", Value::callable(
+                                         [index](Interpreter&, CallArgs& args) {
                                            if (args.pos.empty()) fail("loop.cycle needs at least one value");
-                                           return args.pos[static_cast<size_t>(i) % args.pos.size()];
+                                           return args.pos[static_cast<size_t>(*index) % args.pos.size()];
                                          },
                                          "cycle"));
-    (*scopes_.back())["loop"] = Value::dict(std::move(loop));
+  const Value loop = Value::dict(std::move(fields));
+  auto& f = loop.entries().items;
+  (*scopes_.back())["loop"] = loop;
+  for (int64_t i = 0; i < count; ++i) {
+    tick();
+    *index = i;
+    assign(n.targets, (*all)[static_cast<size_t>(i)]);
+    f[0].second = Value::integer(i + 1);
+    f[1].second = Value::integer(i);
+    f[2].second = Value::integer(count - i);
+    f[3].second = Value::integer(count - i - 1);
+    f[4].second = Value::boolean(i == 0);
+    f[5].second = Value::boolean(i == count - 1);
+    f[6].second = Value::integer(count);
+    f[7].second = Value::integer(1);
+    f[8].second = Value::integer(0);
+    f[9].second = i > 0 ? (*all)[static_cast<size_t>(i - 1)] : Value();
+    f[10].second = i + 1 < count ? (*all)[static_cast<size_t>(i + 1)] : Value();
     if (exec(n.body) == Flow::Break) break;
   }
   scopes_.pop_back();

@@ -143,7 +143,7 @@ bool dict_method(const Value& d, std::string_view m, CallArgs& a, Value* r) {
     *r = hit ? *hit : a.get_or(1, "default", Value::none());
   } else if (m == "items") {
     Array out;
-    for (const auto& [k, v] : dict.items) out.push_back(Value::list({key_value(k), v}));
+    for (const auto& [k, v] : dict.items) out.push_back(Value::tuple({key_value(k), v}));
     *r = Value::list(std::move(out));
   } else if (m == "keys") {
     Array out;

@@ -218,6 +218,7 @@ class Parser {
     NodePtr first = expression();
     if (!(peek().kind == K::Op && peek().value == ",")) return first;
     auto list = node(NodeKind::ListLit, peek());
+    list->name = "tuple";
     list->kids.push_back(std::move(first));
     while (accept_op(",")) {
       if (peek().kind == K::BlockEnd || peek().kind == K::VarEnd) break;
@@ -384,10 +385,15 @@ class Parser {
   }
 
   NodePtr paren(const Token& t) {
-    if (accept_op(")")) return node(NodeKind::ListLit, t);  // () is an empty tuple
+    if (accept_op(")")) {  // () is an empty tuple
+      auto empty = node(NodeKind::ListLit, t);
+      empty->name = "tuple";
+      return empty;
+    }
     NodePtr e = expression();
     if (accept_op(")")) return e;
     auto list = node(NodeKind::ListLit, t);
+    list->name = "tuple";
     list->kids.push_back(std::move(e));
     while (accept_op(",")) {
       if (accept_op(")")) return list;

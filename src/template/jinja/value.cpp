@@ -134,12 +134,23 @@ Value Value::callable(Function f, std::string name) {
   Value v;
   v.kind_ = Kind::Callable;
   v.fn_ = std::make_shared<const Function>(std::move(f));
-  v.name_ = std::move(name);
+  v.name_ = std::make_shared<const std::string>(std::move(name));
   return v;
 }
 Value Value::undefined(std::string what) {
   Value v;
-  v.name_ = std::move(what);
+  v.name_ = std::make_shared<const std::string>(std::move(what));
+  return v;
+}
+
+const std::string& Value::name() const {
+  static const std::string none;
+  return name_ ? *name_ : none;
+}
+
+Value Value::tuple(Array items) {
+  Value v = list(std::move(items));
+  v.tuple_ = true;
   return v;
 }
 
@@ -255,8 +266,9 @@ std::string repr(const Value& v) {
     case Value::Kind::String: return pystr::string_repr(v.str());
     case Value::Kind::List: {
       if (v.is_generator()) return "<generator object>";
-      std::string out = "[";
+      std::string out = v.is_tuple() ? "(" : "[";
       for (size_t i = 0; i < v.items().size(); ++i) out += (i ? ", " : "") + repr(v.items()[i]);
+      if (v.is_tuple()) return out + (v.items().size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Value::Kind::Dict: {

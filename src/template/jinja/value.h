@@ -88,6 +88,9 @@ class Value {
   // has no len() and is not JSON; `| list` makes it a list.
   bool is_generator() const { return generator_; }
   static Value generator(Array items);
+  // A Python tuple ((a, b), the pairs of items() and dictsort): a list that prints as (a, b).
+  bool is_tuple() const { return tuple_; }
+  static Value tuple(Array items);
   // markupsafe's Markup, which `| safe` makes: `+` with a plain str HTML-escapes the str (the
   // templates use it for exactly that quirk; `~` and output treat it as a plain string).
   bool is_markup() const { return markup_; }
@@ -104,7 +107,7 @@ class Value {
   Array& items() const { return *list_; }
   Dict& entries() const { return *dict_; }
   const Function& function() const { return *fn_; }
-  const std::string& name() const { return name_; }  // callable's name, or what is undefined
+  const std::string& name() const;  // callable's name, or what is undefined (may be empty)
 
   bool truthy() const;
   const char* type_name() const;  // Python's: 'str', 'dict', 'NoneType' ...
@@ -114,6 +117,7 @@ class Value {
   Kind kind_ = Kind::Undefined;
   bool b_ = false;
   bool generator_ = false;
+  bool tuple_ = false;
   bool markup_ = false;
   int64_t i_ = 0;  // Int, and Bool as 0/1 (Python's bool is an int)
   double f_ = 0;
@@ -121,7 +125,7 @@ class Value {
   std::shared_ptr<Array> list_;
   std::shared_ptr<Dict> dict_;
   std::shared_ptr<const Function> fn_;
-  std::string name_;
+  std::shared_ptr<const std::string> name_;
 };
 
 // markupsafe.escape: & < > " ' as HTML entities.
