@@ -218,7 +218,7 @@ Value Interpreter::invoke_macro(const Node& m, CallArgs& args, const Value& call
     (*scope)["varargs"] = Value::list(std::move(varargs));
     (*scope)["kwargs"] = Value::dict(std::move(kwargs));
     if (!caller.is_undefined()) (*scope)["caller"] = caller;
-    Text body = capture(m.kind == NodeKind::CallBlock ? m.body : m.body);
+    Text body = capture(m.body);
     std::swap(saved, scopes_);
     --call_depth_;
     return Value::string(std::move(body));
