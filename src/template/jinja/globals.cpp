@@ -34,7 +34,11 @@ Dict keyword_dict(CallArgs& a, const char* what) {
   return d;
 }
 
-Value make_namespace(Interpreter&, CallArgs& a) { return Value::ns(keyword_dict(a, "namespace")); }
+Value make_namespace(Interpreter& in, CallArgs& a) {
+  Value ns = Value::ns(keyword_dict(a, "namespace"));
+  in.own_namespace(ns);
+  return ns;
+}
 Value make_dict(Interpreter&, CallArgs& a) { return Value::dict(keyword_dict(a, "dict")); }
 
 Value raise_exception(Interpreter&, CallArgs& a) {

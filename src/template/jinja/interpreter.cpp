@@ -28,6 +28,10 @@ Interpreter::Interpreter(const Dict& variables, std::optional<std::time_t> now) 
   scopes_.push_back(std::move(root));
 }
 
+Interpreter::~Interpreter() {
+  for (const Value& ns : namespaces_) ns.entries().items.clear();
+}
+
 std::time_t Interpreter::now() const { return now_ ? *now_ : std::time(nullptr); }
 
 void Interpreter::tick() {

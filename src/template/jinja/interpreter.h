@@ -28,6 +28,13 @@ class Interpreter {
   // `variables`: what the template sees as globals (messages, tools, bos_token ...), besides
   // the builtins (range, namespace, raise_exception, strftime_now, dict).
   Interpreter(const Dict& variables, std::optional<std::time_t> now);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  // namespace() objects are the only values a template can change, so the only way to make a
+  // reference cycle (`{% set ns.me = ns %}`); the interpreter empties them when it ends.
+  void own_namespace(const Value& ns) { namespaces_.push_back(ns); }
 
   Text render(const Body& body);
 
@@ -66,6 +73,7 @@ class Interpreter {
   int line_ = 0;
   int col_ = 0;
   std::optional<std::time_t> now_;
+  std::vector<Value> namespaces_;
 };
 
 // The builtins the template can call (globals.cpp), filters (filters.cpp), tests (tests.cpp)
