@@ -99,6 +99,9 @@ TEST_CASE("jinja: hostile templates are stopped by their limits") {
   std::string deep_ifs;
   for (int i = 0; i < 5000; ++i) deep_ifs += "{% if true %}";
   CHECK(error_of(deep_ifs).find("nests deeper") != std::string::npos);
+  // Integer powers are by squaring: a huge exponent is fast (and overflow an error).
+  CHECK(render("{{ 1 ** 8888888888888888 }} {{ (-1) ** 8888888888888887 }} {{ 0 ** 8888888888888888 }}") == "1 -1 0");
+  CHECK(error_of("{{ 3 ** 8888888888888888 }}").find("overflow") != std::string::npos);
   // A template that is too long.
   CHECK(error_of(std::string((1 << 20) + 1, 'x')).find("longer than") != std::string::npos);
   CHECK(clock::now() - start < std::chrono::seconds(30));

@@ -37,8 +37,12 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
   else if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
   else if (op == "**") {
     if (y < 0) return Value::number(std::pow(static_cast<double>(x), static_cast<double>(y)));
-    r = 1;
-    for (int64_t k = 0; k < y && !overflow; ++k) overflow = __builtin_mul_overflow(r, x, &r);
+    r = 1;  // by squaring: 64 steps at most, whatever the exponent
+    int64_t base = x;
+    for (int64_t e = y; e > 0 && !overflow; e >>= 1) {
+      if (e & 1) overflow = __builtin_mul_overflow(r, base, &r);
+      if (e > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+    }
   } else {
     if (y == 0) fail("integer division or modulo by zero");
     int64_t q = x / y;
