@@ -30,6 +30,12 @@ Value sort_key(const Value& v, bool case_sensitive) {
   return v.is_string() && !case_sensitive ? Value::string(pystr::lower(v.str())) : v;
 }
 
+// A filter's or test's name given as an argument (map('upper'), select('odd')).
+const std::string& name_arg(const Value& v, const char* filter) {
+  if (!v.is_string()) fail("{}: the filter or test name must be a string, not '{}'", filter, v.type_name());
+  return v.str();
+}
+
 CallArgs rest_args(const CallArgs& args, size_t from) {
   CallArgs rest;
   for (size_t i = from; i < args.pos.size(); ++i) rest.pos.push_back(args.pos[i]);
@@ -96,7 +102,7 @@ Value f_map(Interpreter& in, const Value& v, CallArgs& a) {
         if (const Value* d = a.get(SIZE_MAX, "default")) got = *d;
       out.push_back(std::move(got));
     } else {
-      out.push_back(apply_filter(in, a.pos[0].str(), item, rest));
+      out.push_back(apply_filter(in, name_arg(a.pos[0], "map"), item, rest));
     }
   }
   return Value::generator(std::move(out));
@@ -112,7 +118,7 @@ Value select(Interpreter& in, const Value& v, CallArgs& a, bool by_attr, bool ke
   for (const Value& item : iterate(v)) {
     in.tick();
     const Value subject = by_attr ? attribute_path(item, a.pos[0]) : item;
-    const bool pass = a.pos.size() > test_at ? apply_test(in, a.pos[test_at].str(), subject, rest) : subject.truthy();
+    const bool pass = a.pos.size() > test_at ? apply_test(in, name_arg(a.pos[test_at], "select"), subject, rest) : subject.truthy();
     if (pass == keep) out.push_back(item);
   }
   return Value::generator(std::move(out));
@@ -264,7 +270,7 @@ Value f_abs(Interpreter&, const Value& v, CallArgs&) {
 
 Value f_round(Interpreter&, const Value& v, CallArgs& a) {
   const int64_t precision = a.get_or(0, "precision", Value::integer(0)).as_int();
-  const std::string method = a.get_or(1, "method", Value::string("common")).str();
+  const std::string method = name_arg(a.get_or(1, "method", Value::string("common")), "round");
   const double scale = std::pow(10.0, static_cast<double>(precision));
   const double x = v.as_double() * scale;
   double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);
