@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
 
   ember::cli::add_inspect(app);
   ember::cli::add_tokenize(app);
+  ember::cli::add_template(app);
   ember::cli::add_run(app);
   ember::cli::add_batch(app);
   ember::cli::add_chat(app);

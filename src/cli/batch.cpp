@@ -25,6 +25,7 @@
 #include "cli/generation_flags.h"
 #include "engine/batch_job.h"
 #include "engine/draft/draft_setup.h"
+#include "cli/chat_template_flags.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -38,7 +39,7 @@ struct BatchFlags {
   GenerationFlags gen;
   std::string requests;
   std::string output;
-  std::string chat_template;
+  ChatTemplateFlags chat_template;
   int n_parallel = 8;
   int batch_tokens = 512;
   int kv_size = 0;
@@ -101,7 +102,7 @@ int run_batch(BatchFlags& f) {
   if (draft.model) draft_model = load_draft_context(f.gen.draft, *m.context, *m.tokenizer, *m.pool, setup.verbose);
 
   std::string warning;
-  const ChatTemplate tmpl = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
+  const ChatTemplate tmpl = load_chat_template(m.model->gguf(), f.chat_template, m.tokenizer->vocab(), &warning);
   CompletionDefaults defaults;
   defaults.sampling = sampling_params(f.gen);
   defaults.max_tokens = f.gen.n_predict;
@@ -140,7 +141,7 @@ void add_batch(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--kv-size", flags->kv_size, "tokens the KV block pool holds in all (0: every sequence at -c)")
       ->capture_default_str();
-  cmd->add_option("--chat-template", flags->chat_template, "template for 'messages' requests (default: the model's)");
+  add_chat_template_flags(cmd, flags->chat_template);
   add_sampling_flags(cmd, flags->gen);
   add_draft_flags(cmd, flags->gen);
   cmd->callback([flags] { set_exit_code(guarded("batch", [&] { return run_batch(*flags); })); });

@@ -31,6 +31,7 @@
 #include "engine/conversation.h"
 #include "engine/draft/draft_setup.h"
 #include "sampling/sampler_chain.h"
+#include "cli/chat_template_flags.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 #include "util/interrupt.h"
@@ -44,7 +45,7 @@ namespace {
 struct ChatFlags {
   GenerationFlags gen;
   std::string system;
-  std::string chat_template;
+  ChatTemplateFlags chat_template;
   bool ignore_eos = false;
   GrammarFlags grammar;  // --grammar, --json-schema: every reply constrained
   bool hide_thinking = false;
@@ -124,7 +125,7 @@ class ChatRepl {
 
   void banner() {
     info(fmt::format("ember chat · {} · template {} · context {} tokens", flags_.gen.model,
-                     conversation_.chat_template().name(), conversation_.n_ctx()));
+                     conversation_.chat_template().renderer(), conversation_.n_ctx()));
     info(describe_context_policy(m_.context->options()) + "; older messages are dropped between turns");
     info("/help for commands, Ctrl-D or /exit to quit");
   }
@@ -277,7 +278,7 @@ int run_chat(CLI::App* cmd, ChatFlags& f) {
   grammar_from_flags(f.grammar);  // a bad grammar is refused before the model loads
   LoadedModel m = load_model(model_setup(f.gen));
   std::string warning;
-  ChatTemplate chat_template = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning, &m.tokenizer->vocab());
+  ChatTemplate chat_template = load_chat_template(m.model->gguf(), f.chat_template, m.tokenizer->vocab(), &warning);
   if (!warning.empty()) {
     const Style s(colours_wanted(STDERR_FILENO));
     fmt::print(stderr, "{}warning: {}{}\n", s.warning, warning, s.reset);
@@ -294,12 +295,7 @@ void add_chat(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("chat", "Chat with a model in the terminal (its chat template, streamed replies)");
   add_model_flags(cmd, flags->gen);
   cmd->add_option("--system", flags->system, "system prompt");
-  cmd->add_option("--chat-template", flags->chat_template,
-                  "template name instead of the model's own (" + [] {
-                    std::string names;
-                    for (const auto& n : ChatTemplate::names()) names += (names.empty() ? "" : ", ") + n;
-                    return names;
-                  }() + ")");
+  add_chat_template_flags(cmd, flags->chat_template);
   cmd->add_option("-n,--n-predict", flags->gen.n_predict, "most tokens per reply (-1: until end of generation)")
       ->capture_default_str();
   cmd->add_flag("--hide-thinking", flags->hide_thinking, "leave the model's reasoning (<think>...</think>) out of replies");

@@ -17,6 +17,7 @@ std::string version_string();
 
 void add_inspect(CLI::App& app);
 void add_tokenize(CLI::App& app);
+void add_template(CLI::App& app);
 void add_run(CLI::App& app);
 void add_batch(CLI::App& app);
 void add_serve(CLI::App& app);  // when built with the HTTP server (EMBER_HAVE_SERVER)

@@ -22,6 +22,7 @@
 #include "engine/draft/draft_setup.h"
 #include "server/http_server.h"
 #include "server/metrics_routing.h"
+#include "cli/chat_template_flags.h"
 #include "tokenizer/chat_template.h"
 #include "util/error.h"
 
@@ -32,7 +33,7 @@ struct ServeFlags {
   GenerationFlags gen;
   server::ServerOptions http;
   std::string alias;
-  std::string chat_template;
+  ChatTemplateFlags chat_template;
   std::string shutdown = "finish";
   std::string metrics_compat;
   int n_parallel = 16;
@@ -98,7 +99,7 @@ int run_serve(ServeFlags& f) {
     throw;
   }
   std::string warning;
-  const ChatTemplate tmpl = ChatTemplate::from_gguf(m.model->gguf(), f.chat_template, &warning);
+  const ChatTemplate tmpl = load_chat_template(m.model->gguf(), f.chat_template, m.tokenizer->vocab(), &warning);
   if (!warning.empty()) fmt::print(stderr, "{}\n", warning);
   server::EngineOptions eo{SchedulerOptions{f.n_parallel, f.batch_tokens, draft_model.context.get()}, f.max_queue,
                           sequence_drafting(f.gen.draft)};
@@ -110,7 +111,8 @@ int run_serve(ServeFlags& f) {
   served.api.defaults = CompletionDefaults{sampling_params(f.gen), f.gen.n_predict};
   served.api.chat = chat_setup(m.model->gguf(), tmpl);
   served.model_path = f.gen.model;
-  served.chat_template_text = std::string(m.model->gguf().find_string("tokenizer.chat_template").value_or(""));
+  served.chat_template_text = tmpl.jinja() ? tmpl.jinja_source()
+                                           : std::string(m.model->gguf().find_string("tokenizer.chat_template").value_or(""));
   served.slots = f.n_parallel;
   served.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   http.attach(served);
@@ -167,7 +169,7 @@ void add_serve(CLI::App& app) {
   cmd->add_flag("--metrics-no-auth", flags->http.metrics_no_auth, "GET /metrics without the API key (for scrapers)");
   cmd->add_option("--metrics-compat", flags->metrics_compat,
                   "vllm: /metrics also under vLLM's names (vllm:num_requests_running ...) for routers");
-  cmd->add_option("--chat-template", flags->chat_template, "template for chat requests (default: the model's)");
+  add_chat_template_flags(cmd, flags->chat_template);
   add_sampling_flags(cmd, flags->gen);
   add_draft_flags(cmd, flags->gen);
   cmd->callback([flags] { set_exit_code(guarded("serve", [&] { return run_serve(*flags); })); });

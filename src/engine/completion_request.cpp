@@ -72,19 +72,21 @@ const json::Value& checked_messages(const json::Value& body) {
   return *messages;
 }
 
-std::string render(const json::Value& body, const ChatFields& fields, const ChatTemplate& chat_template) {
+ChatPrompt render(const json::Value& body, const ChatFields& fields, const ChatTemplate& chat_template) {
   ChatPromptInput input;
   input.messages = checked_messages(body);
   input.tools = fields.tools;
   input.template_kwargs = fields.template_kwargs;
-  return render_chat_prompt(chat_template, input).text;
+  return render_chat_prompt(chat_template, input);
 }
 
 // The prompt of a chat request and how its reply is read: a forced tool call's opening is
 // written at the end of the prompt and read back as the start of the reply.
 void set_chat_prompt(CompletionRequest& r, const json::Value& body, const ChatSetup& chat) {
   const ChatFields fields = read_chat_fields(body);
-  r.prompt = render(body, fields, *chat.tmpl);
+  ChatPrompt rendered = render(body, fields, *chat.tmpl);
+  r.prompt = std::move(rendered.text);
+  r.prompt_data = std::move(rendered.data);  // the forced-call opening appended below is template text
   r.chat = true;
   r.parallel_tool_calls = fields.parallel_tool_calls;
   r.reply.format = chat.reply;
@@ -102,7 +104,7 @@ void set_chat_prompt(CompletionRequest& r, const json::Value& body, const ChatSe
 
 std::string render_chat_request(const json::Value& body, const ChatTemplate& chat_template) {
   if (!body.is_object()) fail(ErrorKind::InvalidArgument, "the request must be a JSON object");
-  return render(body, read_chat_fields(body), chat_template);
+  return render(body, read_chat_fields(body), chat_template).text;
 }
 
 CompletionRequest parse_completion_request(const json::Value& body, const CompletionDefaults& defaults,
@@ -153,7 +155,8 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
 
 SequenceRequest sequence_request(const CompletionRequest& request, const Tokenizer& tok) {
   SequenceRequest s;
-  s.prompt = tok.encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
+  s.prompt = request.chat ? tokenize_chat_prompt(tok, ChatPrompt{request.prompt, request.prompt_data})
+                         : tok.encode(request.prompt, /*add_special=*/true, /*parse_special=*/true);
   s.sampling = request.sampling;
   s.max_tokens = request.max_tokens;
   if (!request.ignore_eos) s.stop_tokens = tok.eog_ids();

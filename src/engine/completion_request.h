@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "template/chat_prompt.h"
 #include "sampling/params.h"
 #include "template/reply_parser.h"
 #include "util/json.h"
@@ -30,6 +31,7 @@ namespace grammar { struct Grammar; }
 
 struct CompletionRequest {
   std::string prompt;               // the text to tokenize (chat: rendered by the template)
+  std::vector<TextRange> prompt_data;  // chat: the bytes of prompt that came from the messages
   bool chat = false;
   SamplingParams sampling;
   int max_tokens = -1;              // < 0: until end of generation or the context
@@ -54,8 +56,9 @@ struct ChatSetup {
 };
 
 // The scheduler's request for it: the prompt tokenized (BOS as the vocabulary says, turn
-// markers as control tokens), end-of-generation ids as stop tokens unless ignore_eos, its
-// stop strings.
+// markers as control tokens; a chat prompt through tokenize_chat_prompt, so control-token text
+// in the messages stays text and a BOS the template wrote is not doubled), end-of-generation
+// ids as stop tokens unless ignore_eos, its stop strings.
 SequenceRequest sequence_request(const CompletionRequest& request, const Tokenizer& tok);
 
 // Throws Error(InvalidArgument) naming the field and what was wrong with it.

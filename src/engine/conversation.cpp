@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "template/chat_prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -15,11 +16,17 @@ Conversation::Conversation(Session& session, const Tokenizer& tok, ChatTemplate 
       stops_(template_.text_stops(tok.vocab())),
       system_(std::move(system_prompt)) {}
 
+// Through render_chat_prompt, as every chat path: the model's own template when it has one,
+// and the user's text never turns into control tokens.
 std::vector<int32_t> Conversation::render_tokens(bool add_generation_prompt) const {
-  std::vector<ChatMessage> all;
-  if (!system_.empty()) all.push_back({"system", system_});
-  all.insert(all.end(), messages_.begin(), messages_.end());
-  return tok_.encode(template_.render(all, add_generation_prompt), /*add_special=*/true, /*parse_special=*/true);
+  ChatPromptInput input;
+  auto add = [&](const std::string& role, const std::string& content) {
+    input.messages.push_back(json::Value{{"role", role}, {"content", content}});
+  };
+  if (!system_.empty()) add("system", system_);
+  for (const ChatMessage& m : messages_) add(m.role, m.content);
+  input.add_generation_prompt = add_generation_prompt;
+  return tokenize_chat_prompt(tok_, render_chat_prompt(template_, input));
 }
 
 Conversation::Reply Conversation::reply(const std::string& user_text, const GenerateOptions& options,

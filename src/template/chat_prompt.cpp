@@ -2,7 +2,9 @@
 
 #include <vector>
 
+#include "template/jinja/template.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace ember {
@@ -26,11 +28,11 @@ std::string content_text(const json::Value& content, size_t i) {
   return out;
 }
 
-}  // namespace
-
-ChatPrompt render_chat_prompt(const ChatTemplate& tmpl, const ChatPromptInput& input) {
+// The hand-written families: system, user and assistant text only. Without control-token
+// ranges to keep apart, the whole prompt counts as template text, as before.
+ChatPrompt render_family(const ChatTemplate& tmpl, const ChatPromptInput& input) {
   if (!input.tools.is_null())
-    fail(ErrorKind::InvalidArgument, "field 'tools' needs the model's own chat template, which this build does not render");
+    fail(ErrorKind::InvalidArgument, "field 'tools' needs the model's own chat template, and this model has none");
   std::vector<ChatMessage> messages;
   const json::Value::array_t& all = json::as_array(input.messages, "messages");
   for (size_t i = 0; i < all.size(); ++i) {
@@ -45,7 +47,62 @@ ChatPrompt render_chat_prompt(const ChatTemplate& tmpl, const ChatPromptInput& i
       fail(ErrorKind::InvalidArgument, "messages[{}].role '{}' is not system, developer, user or assistant", i, r);
     messages.push_back(ChatMessage{r, content_text(*content, i)});
   }
-  return ChatPrompt{tmpl.render(messages, input.add_generation_prompt)};
+  return ChatPrompt{tmpl.render(messages, input.add_generation_prompt), {}};
+}
+
+// The variables transformers' apply_chat_template passes: messages, tools (None when there
+// are none), documents (None), add_generation_prompt, the special tokens, then the kwargs.
+ChatPrompt render_jinja(const ChatTemplate& tmpl, const ChatPromptInput& input) {
+  if (!input.messages.is_array()) fail(ErrorKind::InvalidArgument, "field 'messages' must be an array");
+  if (!input.tools.is_null() && !input.tools.is_array()) fail(ErrorKind::InvalidArgument, "field 'tools' must be an array");
+  jinja::Dict vars;
+  vars.set("messages", jinja::Value::from_json(input.messages));
+  vars.set("tools", jinja::Value::from_json(input.tools));
+  vars.set("documents", jinja::Value::none());
+  vars.set("add_generation_prompt", jinja::Value::boolean(input.add_generation_prompt));
+  vars.set("bos_token", jinja::Value::string(tmpl.bos_token()));
+  vars.set("eos_token", jinja::Value::string(tmpl.eos_token()));
+  if (!input.template_kwargs.is_null()) {
+    if (!input.template_kwargs.is_object()) fail(ErrorKind::InvalidArgument, "field 'chat_template_kwargs' must be an object");
+    for (const auto& [k, v] : input.template_kwargs.items()) {
+      if (k == "messages" || k == "tools" || k == "documents" || k == "add_generation_prompt")
+        fail(ErrorKind::InvalidArgument, "chat_template_kwargs cannot set '{}'", k);
+      vars.set(k, jinja::Value::from_json(v));
+    }
+  }
+  jinja::Text out = tmpl.jinja()->render(vars, input.now);
+  ChatPrompt p;
+  p.text = std::move(out.bytes);
+  for (const jinja::Span& s : out.data) p.data.push_back({s.begin, s.end});
+  return p;
+}
+
+}  // namespace
+
+ChatPrompt render_chat_prompt(const ChatTemplate& tmpl, const ChatPromptInput& input) {
+  return tmpl.jinja() ? render_jinja(tmpl, input) : render_family(tmpl, input);
+}
+
+std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tok, const ChatPrompt& prompt) {
+  std::vector<std::pair<size_t, size_t>> data;
+  for (const TextRange& r : prompt.data) data.emplace_back(r.begin, r.end);
+  return tok.encode_marked(prompt.text, data);
+}
+
+ChatPrompt apply_template(const ChatTemplate& tmpl, const json::Value& body, std::optional<std::time_t> now) {
+  if (!body.is_object()) fail(ErrorKind::InvalidArgument, "the request must be a JSON object");
+  ChatPromptInput input;
+  const json::Value* messages = json::find(body, "messages");
+  if (!messages || !messages->is_array()) fail(ErrorKind::InvalidArgument, "field 'messages' must be an array");
+  input.messages = *messages;
+  if (const json::Value* tools = json::find(body, "tools")) input.tools = *tools;
+  if (const json::Value* gen = json::find(body, "add_generation_prompt"); gen && !gen->is_null()) {
+    if (!gen->is_boolean()) fail(ErrorKind::InvalidArgument, "field 'add_generation_prompt' must be a boolean");
+    input.add_generation_prompt = gen->get<bool>();
+  }
+  if (const json::Value* kw = json::find(body, "chat_template_kwargs"); kw && !kw->is_null()) input.template_kwargs = *kw;
+  input.now = now;
+  return render_chat_prompt(tmpl, input);
 }
 
 }  // namespace ember

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "gguf/gguf.h"
+#include "template/jinja/template.h"
 #include "tokenizer/vocab.h"
 #include "util/error.h"
 
@@ -298,15 +299,37 @@ ChatTemplate ChatTemplate::from_text(std::string_view text, std::string_view ove
 }
 
 ChatTemplate ChatTemplate::from_gguf(const gguf::File& f, std::string_view override_name, std::string* warning,
-                                     const Vocab* vocab) {
+                                     const Vocab* vocab, std::optional<std::string_view> template_text) {
   const auto found = f.find_string("tokenizer.chat_template");
-  const std::string_view text = found ? *found : std::string_view{};
-  if (!override_name.empty() || !detect_chat_template(text).empty()) return from_text(text, override_name, warning);
-  // The fallback needs the vocabulary: read it here unless the caller has it loaded already.
+  const std::string_view text = template_text ? *template_text : found ? *found : std::string_view{};
+  if (!override_name.empty()) return by_name(override_name);
+  // The family (for the fallback and the end-of-turn marker) needs the vocabulary: read it
+  // here unless the caller has it loaded already.
   std::optional<Vocab> read;
   if (!vocab) vocab = &read.emplace(Vocab::from_gguf(f));
   const auto arch = f.find_string("general.architecture");
-  return from_text(text, override_name, warning, {vocab, arch ? *arch : std::string_view{}});
+  std::shared_ptr<const jinja::Template> parsed;
+  std::string parse_error;
+  if (!text.empty()) {
+    try {
+      parsed = std::make_shared<const jinja::Template>(jinja::Template::parse(text));
+    } catch (const Error& e) {
+      if (template_text) throw;
+      parse_error = e.what();
+    }
+  }
+  std::string family_warning;
+  ChatTemplate t = from_text(text, {}, &family_warning, {vocab, arch ? *arch : std::string_view{}});
+  if (!parsed) {
+    if (warning) *warning = parse_error.empty() ? family_warning : "the model's chat template cannot be used (" + parse_error + "); using the " + t.name_ + " format (choose another with --chat-template)";
+    return t;
+  }
+  t.jinja_ = std::move(parsed);
+  t.jinja_source_ = std::string(text);
+  auto token_text = [&](int32_t id) { return id >= 0 && id < vocab->n_tokens() ? vocab->tokens[id].text : std::string(); };
+  t.bos_token_ = token_text(vocab->special.bos);
+  t.eos_token_ = token_text(vocab->special.eos);
+  return t;
 }
 
 std::string_view ChatTemplate::end_of_turn() const { return family_named(name_).end_of_turn; }

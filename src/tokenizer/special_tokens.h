@@ -27,10 +27,15 @@ class SpecialMatcher {
   // in order.
   template <class OnText, class OnToken>
   void split(std::string_view text, OnText&& on_text, OnToken&& on_token) const {
+    split(text, on_text, on_token, [](size_t, const Match&) { return true; });
+  }
+  // Same, taking only the matches accept(pos, match) allows (the others stay plain text).
+  template <class OnText, class OnToken, class Accept>
+  void split(std::string_view text, OnText&& on_text, OnToken&& on_token, Accept&& accept) const {
     size_t plain = 0;
     for (size_t i = 0; i < text.size();) {
       const Match m = first_byte_[static_cast<uint8_t>(text[i])] ? longest_at(text, i) : Match{};
-      if (m.id < 0) {
+      if (m.id < 0 || !accept(i, m)) {
         ++i;
         continue;
       }

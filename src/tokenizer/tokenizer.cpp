@@ -160,6 +160,33 @@ int32_t Tokenizer::check(int32_t id) const {
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  return encode_impl(text, add_special, parse_special, [](size_t, const SpecialMatcher::Match&) { return true; });
+}
+
+std::vector<int32_t> Tokenizer::encode_marked(std::string_view text,
+                                              std::span<const std::pair<size_t, size_t>> data) const {
+  size_t next = 0;  // matches come in increasing position: walk the ranges once
+  auto accept = [&](size_t pos, const SpecialMatcher::Match& m) {
+    while (next < data.size() && data[next].second <= pos) ++next;
+    const bool in_data = next < data.size() && data[next].first < pos + m.len;
+    return !in_data || vocab_->tokens[m.id].type == TokenType::UserDefined;
+  };
+  const bool bos = add_bos_;
+  std::vector<int32_t> out = encode_impl(text, false, true, accept);
+  if (bos && (out.empty() || out[0] != vocab_->special.bos)) {
+    if (vocab_->special.bos < 0) fail(ErrorKind::InvalidArgument, "BOS requested but the vocabulary has none");
+    out.insert(out.begin(), vocab_->special.bos);
+  }
+  if (add_eos_) {
+    if (vocab_->special.eos < 0) fail(ErrorKind::InvalidArgument, "EOS requested but the vocabulary has none");
+    out.push_back(vocab_->special.eos);
+  }
+  return out;
+}
+
+template <class Accept>
+std::vector<int32_t> Tokenizer::encode_impl(std::string_view text, bool add_special, bool parse_special,
+                                            Accept&& accept) const {
   const Vocab& v = *vocab_;
   const TokenizerTables& t = *tables_;
   std::vector<int32_t> out;
@@ -188,7 +215,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
     out.push_back(id);
     after_special = true;
   };
-  (parse_special ? t.specials : t.user_defined).split(text, on_text, on_token);
+  (parse_special ? t.specials : t.user_defined).split(text, on_text, on_token, accept);
   if (add_special && add_eos_) {
     if (v.special.eos < 0) fail(ErrorKind::InvalidArgument, "EOS requested but the vocabulary has none");
     out.push_back(v.special.eos);

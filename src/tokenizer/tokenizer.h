@@ -28,6 +28,11 @@ class Tokenizer {
   // parse_special: the text of a control token in `text` becomes that token; when false it is
   // plain text. User-defined tokens are always matched (as Hugging Face tokenizers do).
   std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // A chat prompt: encode(text, true, true), except that control-token text inside `data`
+  // ([begin, end) byte ranges of text that came from a conversation, sorted) stays plain text
+  // (user-defined tokens still match there), and BOS is not added a second time when the text
+  // already starts with it.
+  std::vector<int32_t> encode_marked(std::string_view text, std::span<const std::pair<size_t, size_t>> data) const;
 
   // Concatenated bytes of the tokens' pieces. Control tokens render as nothing unless
   // render_special. For vocabularies that add a space prefix (SentencePiece), the leading space of
@@ -53,6 +58,8 @@ class Tokenizer {
   const Vocab& vocab() const { return *vocab_; }
 
  private:
+  template <class Accept>
+  std::vector<int32_t> encode_impl(std::string_view text, bool add_special, bool parse_special, Accept&& accept) const;
   int32_t check(int32_t id) const;  // throws Error(InvalidArgument) when out of range
   std::shared_ptr<const Vocab> vocab_;  // shared: copies of a Tokenizer are cheap
   std::shared_ptr<const struct TokenizerTables> tables_;
