@@ -1,5 +1,7 @@
 #include "cli/chat_setup.h"
 
+#include "tokenizer/chat_template.h"
+
 namespace ember::cli {
 
 ChatSetup chat_setup(const gguf::File& f, const ChatTemplate& tmpl) {
