@@ -129,6 +129,7 @@ void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> tar
 // when this CPU reads w's type in place. Its products agree with w's to float rounding, and
 // like every matmul, a token's output does not depend on the other tokens in the batch.
 std::optional<PackedWeight> pack_weight(const MatView& w);
+#ifndef __CUDACC__  // host-only: nvcc compiles the kernels, which include this file, as C++17
 // One expert projection and its output, for matmul_id.
 struct ExpertTarget {
   std::span<const MatView> experts;  // [n_expert] slices of one 3-D GGUF tensor, equal shape and type
@@ -141,6 +142,7 @@ struct ExpertTarget {
 // Every target shares x and ids (gate and up in one dispatch). ids are host memory.
 void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, const MatView& x, const int32_t* ids,
                int n_used);
+#endif
 // The routing of each row of `logits` (tokens x n_expert): ids[t*n_used + j] the j-th best
 // expert (ties: the lower id), weights[t*n_used + j] its weight. Host memory, row by row.
 void moe_route(const MatView& logits, const MoeRouting& r, int32_t* ids, float* weights);

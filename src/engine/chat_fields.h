@@ -6,8 +6,10 @@
 //
 // tool_choice "none" keeps the tools in the prompt, as llama-server and vLLM do by default
 // (the model still knows what exists and the prompt's cached prefix stays the same), and
-// reads no calls from the reply. "required" and a named function are made likely by the
-// prompt alone (reply_format.h's forced_call_opening) until constrained decoding exists.
+// reads no calls from the reply. "required" and a named function are held to a grammar of
+// the tools' parameter schemas where the model writes Hermes calls (completion_request.cpp);
+// other syntaxes get the call's opening written into the prompt (reply_format.h's
+// forced_call_opening).
 // reasoning_effort maps as llama-server maps it: "none" sets the template's
 // enable_thinking to false, any other level is passed as the template's reasoning_effort
 // (gpt-oss reads it); chat_template_kwargs given by the request win.

@@ -80,6 +80,21 @@ ChatPrompt render(const json::Value& body, const ChatFields& fields, const ChatT
   return render_chat_prompt(chat_template, input);
 }
 
+// tool_choice "required" (any of the tools) or a named tool, as a grammar over the tools'
+// parameter schemas.
+std::shared_ptr<const grammar::Grammar> forced_call_grammar(const ChatFields& fields) {
+  std::vector<grammar::ToolSchema> tools;
+  for (const json::Value& t : json::as_array(fields.tools)) {
+    const json::Value& fn = json::at(t, "function");
+    const std::string& name = json::as_string(json::at(fn, "name"));
+    if (fields.tool_choice.mode == ToolChoice::Mode::Named && name != fields.tool_choice.name) continue;
+    const json::Value* params = json::find(fn, "parameters");
+    tools.push_back(grammar::ToolSchema{name, params ? *params : json::Value()});
+  }
+  if (tools.empty()) fail(ErrorKind::InvalidArgument, "field 'tool_choice' names '{}', which is not in 'tools'", fields.tool_choice.name);
+  return tool_call_constraint(tools, fields.parallel_tool_calls);
+}
+
 // The prompt of a chat request and how its reply is read: a forced tool call's opening is
 // written at the end of the prompt and read back as the start of the reply.
 void set_chat_prompt(CompletionRequest& r, const json::Value& body, const ChatSetup& chat) {
@@ -94,7 +109,12 @@ void set_chat_prompt(CompletionRequest& r, const json::Value& body, const ChatSe
   r.reply.parse_tools = fields.wants_calls() && chat.reply.tools != ToolCallSyntax::None;
   if (r.reply.parse_tools && fields.forces_call()) {
     const bool named = fields.tool_choice.mode == ToolChoice::Mode::Named;
-    r.reply.prefill = (r.reply.reasoning_open ? "</think>\n\n" : "") + forced_call_opening(chat.reply.tools, named ? fields.tool_choice.name : "");
+    // Hermes calls are held to the grammar of the tools' parameter schemas; the other
+    // syntaxes are made likely by writing the call's opening into the prompt.
+    const bool constrained = chat.reply.tools == ToolCallSyntax::Hermes;
+    if (constrained) r.grammar = forced_call_grammar(fields);
+    r.reply.prefill = (r.reply.reasoning_open ? "</think>\n\n" : "") +
+                      (constrained ? std::string() : forced_call_opening(chat.reply.tools, named ? fields.tool_choice.name : ""));
     r.reply.reasoning_open = false;
     r.prompt += r.reply.prefill;
   }
@@ -148,7 +168,10 @@ CompletionRequest parse_completion_request(const json::Value& body, const Comple
     if (!v->is_boolean()) fail(ErrorKind::InvalidArgument, "field 'ignore_eos' must be a boolean");
     r.ignore_eos = json::as_bool(*v);
   }
-  r.grammar = output_constraint(body);
+  if (std::shared_ptr<const grammar::Grammar> g = output_constraint(body)) {
+    if (r.grammar) fail(ErrorKind::InvalidArgument, "field 'response_format' cannot be combined with a forced tool call ('tool_choice')");
+    r.grammar = std::move(g);
+  }
   validate(s);
   return r;
 }
