@@ -66,6 +66,30 @@ std::unique_ptr<Context> make_context(const Model& model, const PerplexityArgs& 
   return std::make_unique<Context>(model, co, pool);
 }
 
+// --kl-divergence: the model against the stored base (ember's file or llama.cpp's).
+int run_kl_divergence(const PerplexityArgs& a, Model& m, ThreadPool& pool, eval::EvalOptions opt, int n_threads) {
+  if (a.kld_base.empty()) fail(ErrorKind::InvalidArgument, "--kl-divergence needs --kl-divergence-base FILE");
+  const std::unique_ptr<eval::KldBase> base_file = eval::open_kld_base(a.kld_base);
+  const eval::KldBase& base = *base_file;
+  const eval::ChunkPlan plan = base.plan();
+  fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} ({}), {} threads\n", plan.n_chunk, plan.n_ctx,
+             a.kld_base, base.describe(), n_threads);
+  if (!base.stores_bos()) {  // llama.cpp's file: the vocabulary says, as it did for llama.cpp
+    const Tokenizer tok = Tokenizer::from_gguf(m.gguf());
+    opt.add_bos = tok.add_bos();
+    opt.bos = tok.bos();
+  }
+  auto ctx = make_context(m, a, plan.n_ctx, plan.n_chunk, pool);
+  opt.n_batch = ctx->options().n_batch;
+  fmt::print("{}", eval::KldAccumulator::chunk_table_header());
+  const eval::KldAccumulator acc = eval::kl_divergence(*ctx, base, opt, [](int chunk, const eval::KldAccumulator& r) {
+    fmt::print("{}", r.chunk_row(chunk));
+    std::fflush(stdout);
+  });
+  fmt::print("\n{}", acc.report());
+  return 0;
+}
+
 int run_perplexity(const PerplexityArgs& a) {
   if (a.n_batch < 1) fail(ErrorKind::InvalidArgument, "-b {} must be positive", a.n_batch);
   if (a.kld_top < 0) fail(ErrorKind::InvalidArgument, "--kl-divergence-top {} must be >= 0", a.kld_top);
@@ -83,28 +107,7 @@ int run_perplexity(const PerplexityArgs& a) {
   eval::EvalOptions opt;
   opt.n_batch = a.n_batch;
 
-  if (a.kld) {
-    if (a.kld_base.empty()) fail(ErrorKind::InvalidArgument, "--kl-divergence needs --kl-divergence-base FILE");
-    const std::unique_ptr<eval::KldBase> base_file = eval::open_kld_base(a.kld_base);
-    const eval::KldBase& base = *base_file;
-    const eval::ChunkPlan plan = base.plan();
-    fmt::print(stderr, "kl-divergence: {} chunks of {} tokens from {} ({}), {} threads\n", plan.n_chunk, plan.n_ctx,
-               a.kld_base, base.describe(), n_threads);
-    if (!base.stores_bos()) {  // llama.cpp's file: the vocabulary says, as it did for llama.cpp
-      const Tokenizer tok = Tokenizer::from_gguf(model->gguf());
-      opt.add_bos = tok.add_bos();
-      opt.bos = tok.bos();
-    }
-    auto ctx = make_context(*model, a, plan.n_ctx, plan.n_chunk, pool);
-    opt.n_batch = ctx->options().n_batch;
-    fmt::print("{}", eval::KldAccumulator::chunk_table_header());
-    const eval::KldAccumulator acc = eval::kl_divergence(*ctx, base, opt, [](int chunk, const eval::KldAccumulator& r) {
-      fmt::print("{}", r.chunk_row(chunk));
-      std::fflush(stdout);
-    });
-    fmt::print("\n{}", acc.report());
-    return 0;
-  }
+  if (a.kld) return run_kl_divergence(a, *model, pool, opt, n_threads);
 
   if (a.text_file.empty()) fail(ErrorKind::InvalidArgument, "perplexity needs a text file: -f FILE");
   const Tokenizer tok = Tokenizer::from_gguf(model->gguf());

@@ -35,6 +35,53 @@ RopeScaling parse_rope_scaling(const std::string& name) {
   fail(ErrorKind::InvalidArgument, "--rope-scaling {}: expected none, llama3, yarn or longrope", name);
 }
 
+int run_synth(const SynthFlags& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  synth::SynthOptions o;
+  o.shape = synth::default_shape(require_arch(f.arch));
+  if (f.dim) o.shape.n_embd = f.dim;
+  if (f.layers) o.shape.n_layer = f.layers;
+  if (f.heads) o.shape.n_head = f.heads;
+  if (f.kv_heads) o.shape.n_head_kv = f.kv_heads;
+  if (f.head_dim) o.shape.head_dim = f.head_dim;
+  if (f.ff) o.shape.n_ff = f.ff;
+  if (f.ctx) o.shape.n_ctx = f.ctx;
+  if ((f.experts || f.experts_used || f.expert_ff || f.shared_ff) && o.shape.n_expert == 0)
+    fail(ErrorKind::InvalidArgument, "--experts: {} is not a mixture-of-experts family", f.arch);
+  if (f.experts) o.shape.n_expert = f.experts;
+  if (f.experts_used) o.shape.n_expert_used = f.experts_used;
+  if (f.expert_ff && o.shape.n_ff_exp == 0)
+    fail(ErrorKind::InvalidArgument, "--expert-ff: {} experts are --ff wide", f.arch);
+  if (f.shared_ff && o.shape.n_ff_shexp == 0)
+    fail(ErrorKind::InvalidArgument, "--shared-ff: {} has no shared expert", f.arch);
+  // Experts of their own width default to a fraction of --ff (synth::default_shape).
+  if (o.shape.n_ff_exp) o.shape.n_ff_exp = f.expert_ff ? f.expert_ff : o.shape.n_ff / 4;
+  if (o.shape.n_ff_shexp) o.shape.n_ff_shexp = f.shared_ff ? f.shared_ff : o.shape.n_ff / 2;
+  if (f.window >= 0) {
+    if (o.shape.arch->defaults.sliding_window == 0)
+      fail(ErrorKind::InvalidArgument, "--window: {} has no sliding-window layers", f.arch);
+    o.shape.sliding_window = f.window;
+  }
+  if (f.tied && f.untied) fail(ErrorKind::InvalidArgument, "--tied and --untied exclude each other");
+  if (f.tied) o.shape.tied_embeddings = true;
+  if (f.untied) o.shape.tied_embeddings = false;
+  o.shape.rope_scaling = parse_rope_scaling(f.rope_scaling);
+  o.shape.rope_factor = f.rope_factor;
+  o.shape.rope_orig_ctx = f.rope_orig_ctx;
+  o.vocab_path = f.vocab;
+  o.type = quantize::parse_file_type(f.type);
+  o.seed = f.seed;
+  o.n_vocab = f.n_vocab;
+  ThreadPool pool(f.threads > 0 ? f.threads : ThreadPool::default_threads());
+  const auto s = synth::synth_model(o, f.out, &pool);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("wrote {}: {} {} x{} dim {} ff {} heads {}/{}, {} tensors, {:.1f} M parameters, {:.2f} MiB "
+             "({:.2f} bits/weight), {:.1f} s\n",
+             f.out, f.arch, o.type.name, o.shape.n_layer, o.shape.n_embd, o.shape.n_ff, o.shape.n_head, o.shape.n_head_kv,
+             s.n_tensors, s.n_params / 1e6, s.file_bytes / 1048576.0, 8.0 * s.file_bytes / s.n_params, secs);
+  return 0;
+}
+
 }  // namespace
 
 void add_synth(CLI::App& app) {
@@ -69,54 +116,7 @@ void add_synth(CLI::App& app) {
   cmd->add_option("--rope-orig-ctx", f->rope_orig_ctx, "context before the extension (default ctx / factor)");
   cmd->add_option("--seed", f->seed, "random seed (default 0)");
   cmd->add_option("-t,--threads", f->threads, "threads (default: all cores)");
-  cmd->callback([f] {
-    set_exit_code(guarded("synth", [&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      synth::SynthOptions o;
-      o.shape = synth::default_shape(require_arch(f->arch));
-      if (f->dim) o.shape.n_embd = f->dim;
-      if (f->layers) o.shape.n_layer = f->layers;
-      if (f->heads) o.shape.n_head = f->heads;
-      if (f->kv_heads) o.shape.n_head_kv = f->kv_heads;
-      if (f->head_dim) o.shape.head_dim = f->head_dim;
-      if (f->ff) o.shape.n_ff = f->ff;
-      if (f->ctx) o.shape.n_ctx = f->ctx;
-      if ((f->experts || f->experts_used || f->expert_ff || f->shared_ff) && o.shape.n_expert == 0)
-        fail(ErrorKind::InvalidArgument, "--experts: {} is not a mixture-of-experts family", f->arch);
-      if (f->experts) o.shape.n_expert = f->experts;
-      if (f->experts_used) o.shape.n_expert_used = f->experts_used;
-      if (f->expert_ff && o.shape.n_ff_exp == 0)
-        fail(ErrorKind::InvalidArgument, "--expert-ff: {} experts are --ff wide", f->arch);
-      if (f->shared_ff && o.shape.n_ff_shexp == 0)
-        fail(ErrorKind::InvalidArgument, "--shared-ff: {} has no shared expert", f->arch);
-      // Experts of their own width default to a fraction of --ff (synth::default_shape).
-      if (o.shape.n_ff_exp) o.shape.n_ff_exp = f->expert_ff ? f->expert_ff : o.shape.n_ff / 4;
-      if (o.shape.n_ff_shexp) o.shape.n_ff_shexp = f->shared_ff ? f->shared_ff : o.shape.n_ff / 2;
-      if (f->window >= 0) {
-        if (o.shape.arch->defaults.sliding_window == 0)
-          fail(ErrorKind::InvalidArgument, "--window: {} has no sliding-window layers", f->arch);
-        o.shape.sliding_window = f->window;
-      }
-      if (f->tied && f->untied) fail(ErrorKind::InvalidArgument, "--tied and --untied exclude each other");
-      if (f->tied) o.shape.tied_embeddings = true;
-      if (f->untied) o.shape.tied_embeddings = false;
-      o.shape.rope_scaling = parse_rope_scaling(f->rope_scaling);
-      o.shape.rope_factor = f->rope_factor;
-      o.shape.rope_orig_ctx = f->rope_orig_ctx;
-      o.vocab_path = f->vocab;
-      o.type = quantize::parse_file_type(f->type);
-      o.seed = f->seed;
-      o.n_vocab = f->n_vocab;
-      ThreadPool pool(f->threads > 0 ? f->threads : ThreadPool::default_threads());
-      const auto s = synth::synth_model(o, f->out, &pool);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      fmt::print("wrote {}: {} {} x{} dim {} ff {} heads {}/{}, {} tensors, {:.1f} M parameters, {:.2f} MiB "
-                 "({:.2f} bits/weight), {:.1f} s\n",
-                 f->out, f->arch, o.type.name, o.shape.n_layer, o.shape.n_embd, o.shape.n_ff, o.shape.n_head, o.shape.n_head_kv,
-                 s.n_tensors, s.n_params / 1e6, s.file_bytes / 1048576.0, 8.0 * s.file_bytes / s.n_params, secs);
-      return 0;
-    }));
-  });
+  cmd->callback([f] { set_exit_code(guarded("synth", [&] { return run_synth(*f); })); });
 }
 
 }  // namespace ember::cli

@@ -136,7 +136,8 @@ bool HttpServer::cors(const httplib::Request& req, httplib::Response& res) const
   return true;
 }
 
-void HttpServer::routes() {
+// What runs around every route: the key and readiness checks, CORS, errors, the logger.
+void HttpServer::install_hooks() {
   httplib::Server& s = *http_;
   // Every answer but /health and the API document (and /metrics under --metrics-no-auth)
   // needs the key; the model must be loaded
@@ -177,7 +178,11 @@ void HttpServer::routes() {
                                                : fmt::format("HTTP {}", res.status);
     send_error(res, ApiError(res.status, "invalid_request_error", what));
   });
+}
 
+void HttpServer::routes() {
+  install_hooks();
+  httplib::Server& s = *http_;
   s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     const char* status = draining_ ? "shutting down" : ready_ ? "ok" : "loading";
     send_json(res, ready_ && !draining_ ? 200 : 503, Json{{"status", status}});

@@ -48,6 +48,7 @@ class HttpServer {
 
  private:
   void routes();
+  void install_hooks();
   bool authorized(const httplib::Request& req) const;
   bool cors(const httplib::Request& req, httplib::Response& res) const;  // true: a preflight, answered
 
