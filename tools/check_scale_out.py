@@ -239,16 +239,25 @@ class Cluster:
 
 
 def under_load(args, cluster, lb, name, sig, n):
-    """Signals the busiest replica `fault_after` seconds into a bench; returns the bench's
+    """Signals the busiest replica a while into a bench (see below); returns the bench's
     items, report and requests, the victim and its running requests when hit."""
-    bench = Bench(args, lb.url, mixed_workload(n, seed=len(name)), name, cluster.workdir)
-    time.sleep(args.fault_after)
+    generated_before = sum(r.metric("ember_generation_tokens_total", 0.0) for r in cluster.replicas)
+    workload = mixed_workload(n, seed=len(name))
+    bench = Bench(args, lb.url, workload, name, cluster.workdir)
+    # The fault comes fault_after seconds in, or sooner once a quarter of the workload's
+    # tokens are out (an idle machine finishes the whole load in about that time).
+    quarter = sum(item["max_tokens"] for item in workload) / 4
+    deadline = time.monotonic() + args.fault_after
+    while time.monotonic() < deadline:
+        if sum(r.metric("ember_generation_tokens_total", 0.0) for r in cluster.replicas) - generated_before >= quarter:
+            break
+        time.sleep(0.05)
     busy = [(r.metric("ember_requests_running"), i, r) for i, r in enumerate(cluster.replicas)]
     running, _, victim = max(busy)
     victim.signal(sig)
     report, requests = bench.result()
-    if report["duration"] < args.fault_after:
-        raise RuntimeError(f"{name}: the load ended before the fault; raise --requests")
+    if running == 0:
+        raise RuntimeError(f"{name}: no replica was running a request at the fault; raise --requests")
     return bench.items, report, requests, victim, running
 
 
