@@ -7,26 +7,13 @@
 #include <string_view>
 
 #include "server/api_error.h"
+#include "fuzz_api_context.h"
 #include "server/api_request.h"
 #include "server/messages_api.h"
 #include "tokenizer/chat_template.h"
 
-namespace {
-
-volatile size_t g_sink;
-
-const ember::server::ApiContext& context() {
-  static const ember::ChatTemplate tmpl = ember::ChatTemplate::by_name("chatml");
-  static const ember::server::ApiContext ctx = [] {
-    ember::server::ApiContext c;
-    c.model_name = "fuzz-model";
-    c.chat = ember::ChatSetup{&tmpl, ember::reply_format_for("<tool_call> <think>")};
-    return c;
-  }();
-  return ctx;
-}
-
-}  // namespace
+using ember_fuzz::api_context;
+using ember_fuzz::g_sink;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -39,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       g_sink = chat.dump().size();
       return 0;
     }
-    const ember::server::ApiRequest r = ember::server::read_api_body(chat, ember::server::Endpoint::ChatCompletions, context());
+    const ember::server::ApiRequest r = ember::server::read_api_body(chat, ember::server::Endpoint::ChatCompletions, api_context());
     g_sink = r.completion.prompt.size() + r.completion.reply.prefill.size();
   } catch (const ember::server::ApiError& e) {
     g_sink = ember::server::error_body(e).size();
