@@ -1,12 +1,14 @@
 // AVX2 activation quantization (built with AVX2 flags; see quantize_act_avx2.h). Each
 // step is the scalar one's operation on 8 lanes, in the same order, so the bytes agree:
-// Q8S:  d = amax / 127, q = nearbyint(x * (1/d)) (round half to even), s = d * sum(q)
+// Q8S:  d = amax / 127, q = nearbyint(x * (1/d)) (round half to even), then d rounded to fp16,
+//       s = d * sum(q)
 // Q8K:  max = the first element of largest |x|, iscale = -127 / max,
 //       q = clamp(lround(iscale * x), -127, 127) (round half away from zero), d = 1 / iscale,
 //       bsums = sums of 16 q.
 #include "backend/cpu/quantize_act_avx2.h"
 
 #include <immintrin.h>
+#include "tensor/fp16.h"
 
 #include <cstring>
 
@@ -50,8 +52,9 @@ void quantize_q8s(const float* x, block_q8s* out, int64_t k) {
       q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), id), _MM_FROUND_CUR_DIRECTION));
     store_i8x16(out[b].qs, q[0], q[1]);
     store_i8x16(out[b].qs + 16, q[2], q[3]);
-    out[b].d = d;
-    out[b].s = d * static_cast<float>(hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]))));
+    const float d16 = fp16_to_f32(f32_to_fp16(d));  // stored as ggml stores it (see quantize_act.cpp)
+    out[b].d = d16;
+    out[b].s = d16 * static_cast<float>(hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]))));
   }
 }
 
