@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
+#include "convert/hf_experts.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
 #include "gguf/gguf_writer.h"
@@ -122,6 +124,7 @@ ModelShape read_shape(const ArchInfo& arch, const json::Value& config, const jso
   if (!tie) tie = json::find(config, "tie_word_embeddings");
   s.tied_embeddings = !t.lm_head || (tie && tie->is_boolean() ? json::as_bool(*tie) : arch.defaults.tied_embeddings);
   read_rope_scaling(c, s, src);
+  read_hf_experts(arch, c, s, src);
   return s;
 }
 
@@ -137,22 +140,41 @@ void write_rope_scaling(gguf::Writer& w, const std::string& arch, const json::Va
   }
 }
 
-// The checked HF tensor a GGUF tensor converts from.
-const SafeTensor& source_of(const TensorSpec& spec, const HfTensors& t, const std::string& dir) {
-  std::string hf;
-  if (spec.name == "token_embd.weight") hf = t.prefix + "embed_tokens.weight";
-  else if (spec.name == "output_norm.weight") hf = t.prefix + "norm.weight";
-  else if (spec.name == "output.weight") hf = t.lm_head->name;
-  else hf = fmt::format("{}layers.{}.{}", t.prefix, spec.layer, spec.block->hf_name);
+// The HF name of a block tensor: experts' with the expert's number in place of "{}".
+std::string hf_block_name(const TensorSpec& spec, const HfTensors& t, int expert) {
+  const char* name = spec.block->hf_name;
+  if (!name) fail(ErrorKind::Unsupported, "tensor {} has no Hugging Face counterpart to convert from", spec.name);
+  const std::string within = spec.block->ne2 == Dim::Expert ? fmt::format(fmt::runtime(name), expert) : name;
+  return fmt::format("{}layers.{}.{}", t.prefix, spec.layer, within);
+}
+
+const SafeTensor& checked(const std::string& hf, const std::vector<int64_t>& want, const std::string& gguf_name,
+                          const HfTensors& t, const std::string& dir) {
   const SafeTensor* st = t.st.find(hf);
-  if (!st) fail(ErrorKind::Format, "{}: tensor {} (for {}) is missing", dir, hf, spec.name);
-  std::vector<int64_t> want(spec.shape.rbegin(), spec.shape.rend());  // PyTorch order
-  if (st->shape != want)
+  if (!st) fail(ErrorKind::Format, "{}: tensor {} (for {}) is missing", dir, hf, gguf_name);
+  // A vector may come as a [1, n] Linear weight (qwen2moe's shared_expert_gate).
+  const bool row_of_one = want.size() == 1 && st->shape == std::vector<int64_t>{1, want[0]};
+  if (st->shape != want && !row_of_one)
     fail(ErrorKind::Format, "{}: tensor {} has shape [{}], {} expects [{}]", dir, hf, fmt::join(st->shape, ", "),
-         spec.name, fmt::join(want, ", "));
+         gguf_name, fmt::join(want, ", "));
   if (st->dtype != "F32" && st->dtype != "F16" && st->dtype != "BF16")
     fail(ErrorKind::Unsupported, "{}: tensor {} has dtype {}; only F32, F16 and BF16 convert", dir, hf, st->dtype);
   return *st;
+}
+
+// The checked HF tensors a GGUF tensor converts from: one, or for a 3-D expert tensor one
+// 2-D tensor per expert, stacked in expert order (convert_hf_to_gguf's torch.stack).
+std::vector<const SafeTensor*> sources_of(const TensorSpec& spec, const HfTensors& t, const std::string& dir) {
+  const bool experts = spec.block && spec.block->ne2 == Dim::Expert;
+  const size_t dims = experts ? 2 : spec.shape.size();
+  const std::vector<int64_t> want(spec.shape.rend() - static_cast<std::ptrdiff_t>(dims), spec.shape.rend());  // PyTorch order
+  if (spec.name == "token_embd.weight") return {&checked(t.prefix + "embed_tokens.weight", want, spec.name, t, dir)};
+  if (spec.name == "output_norm.weight") return {&checked(t.prefix + "norm.weight", want, spec.name, t, dir)};
+  if (spec.name == "output.weight") return {&checked(t.lm_head->name, want, spec.name, t, dir)};
+  std::vector<const SafeTensor*> out;
+  for (int64_t e = 0; e < (experts ? spec.shape[2] : 1); ++e)
+    out.push_back(&checked(hf_block_name(spec, t, static_cast<int>(e)), want, spec.name, t, dir));
+  return out;
 }
 
 }  // namespace
@@ -185,14 +207,17 @@ ConvertStats convert_hf(const std::string& dir, const std::string& out_path, DTy
       ++stats.n_tensors;
       continue;
     }
-    const SafeTensor* t = &source_of(spec, tensors, dir);
+    const std::vector<const SafeTensor*> src = sources_of(spec, tensors, dir);
     const bool permute = arch.hf.permute_qk && (spec.role == TensorRole::AttnQ || spec.role == TensorRole::AttnK);
     const float add = spec.role == TensorRole::Norm ? arch.hf.norm_shift : 0.0f;
-    const int64_t cols = spec.shape[0];
+    const int64_t cols = spec.shape[0], rows_each = spec.shape.size() > 1 ? spec.shape[1] : 1;
+    // Routers stay F32, as llama.cpp's converter keeps ffn_gate_inp(_shexp).
+    const DType stored = spec.role == TensorRole::Router ? DType::F32 : type;
     quantize::add_encoded_tensor(
-        w, spec.name, spec.shape, type,
-        [t, cols, permute, add, hd](int64_t row, float* out) {
-          t->read_row(permute ? unpermuted_row(row, hd) : row, cols, out);
+        w, spec.name, spec.shape, stored,
+        [src, cols, rows_each, permute, add, hd](int64_t row, float* out) {
+          const int64_t r = row % rows_each;  // row r of expert row / rows_each
+          src[static_cast<size_t>(row / rows_each)]->read_row(permute ? unpermuted_row(r, hd) : r, cols, out);
           if (add != 0.0f)
             for (int64_t i = 0; i < cols; ++i) out[i] += add;
         },
