@@ -33,15 +33,17 @@ COMMON = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_ke
 FAMILIES = {
     "qwen3moe": dict(architectures=["Qwen3MoeForCausalLM"], intermediate_size=64, moe_intermediate_size=16,
                      num_experts=4, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[]),
+    # qwen2moe and olmoe: untied as Qwen1.5-MoE and OLMoE (llama.cpp's qwen2moe and olmoe
+    # require output.weight).
     "qwen2moe": dict(architectures=["Qwen2MoeForCausalLM"], intermediate_size=64, moe_intermediate_size=16,
                      shared_expert_intermediate_size=24, num_experts=4, norm_topk_prob=False,
-                     decoder_sparse_step=1, mlp_only_layers=[]),
+                     decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False),
     # Mixtral: the experts are intermediate_size wide, the head untied, Q/K permuted by convert.
     "mixtral": dict(architectures=["MixtralForCausalLM"], intermediate_size=16, num_local_experts=4,
                     tie_word_embeddings=False, sliding_window=None),
     # OLMoE: k_norm spans the whole model width, so as many key heads as query heads.
     "olmoe": dict(architectures=["OlmoeForCausalLM"], intermediate_size=16, num_experts=4, num_key_value_heads=4,
-                  norm_topk_prob=False, clip_qkv=None, rms_norm_eps=1e-5),
+                  norm_topk_prob=False, clip_qkv=None, rms_norm_eps=1e-5, tie_word_embeddings=False),
 }
 
 
