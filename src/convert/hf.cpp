@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convert/hf_experts.h"
+#include "convert/hf_sources.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
 #include "gguf/gguf_writer.h"
@@ -54,26 +55,6 @@ double get_double(const json::Value& c, const char* key, double fallback, const 
 int64_t unpermuted_row(int64_t r, int64_t head_dim) {
   const int64_t head = r / head_dim, within = r % head_dim;
   return head * head_dim + (within % 2) * (head_dim / 2) + within / 2;
-}
-
-// The checkpoint's tensors and where the language model's sit among them.
-struct HfTensors {
-  SafetensorsModel st;
-  std::string prefix;                  // "model.", or a multimodal model's language-model prefix
-  const SafeTensor* embed = nullptr;   // [n_vocab, n_embd]
-  const SafeTensor* lm_head = nullptr; // nullptr: tied
-};
-
-HfTensors open_tensors(const std::string& dir) {
-  HfTensors t{SafetensorsModel::open(dir), "", nullptr, nullptr};
-  for (const char* p : {"model.", "language_model.model.", "model.language_model."})
-    if (t.st.find(std::string(p) + "embed_tokens.weight")) t.prefix = p;
-  if (t.prefix.empty()) fail(ErrorKind::Format, "{}: no embed_tokens.weight tensor", dir);
-  t.embed = t.st.find(t.prefix + "embed_tokens.weight");
-  if (t.embed->shape.size() != 2) fail(ErrorKind::Format, "{}: embed_tokens.weight is not 2-D", dir);
-  for (const char* p : {"lm_head.weight", "language_model.lm_head.weight"})
-    if (!t.lm_head) t.lm_head = t.st.find(p);
-  return t;
 }
 
 // config.json's rope_scaling kind ("" when absent).
@@ -140,43 +121,6 @@ void write_rope_scaling(gguf::Writer& w, const std::string& arch, const json::Va
   }
 }
 
-// The HF name of a block tensor: experts' with the expert's number in place of "{}".
-std::string hf_block_name(const TensorSpec& spec, const HfTensors& t, int expert) {
-  const char* name = spec.block->hf_name;
-  if (!name) fail(ErrorKind::Unsupported, "tensor {} has no Hugging Face counterpart to convert from", spec.name);
-  const std::string within = spec.block->ne2 == Dim::Expert ? fmt::format(fmt::runtime(name), expert) : name;
-  return fmt::format("{}layers.{}.{}", t.prefix, spec.layer, within);
-}
-
-const SafeTensor& checked(const std::string& hf, const std::vector<int64_t>& want, const std::string& gguf_name,
-                          const HfTensors& t, const std::string& dir) {
-  const SafeTensor* st = t.st.find(hf);
-  if (!st) fail(ErrorKind::Format, "{}: tensor {} (for {}) is missing", dir, hf, gguf_name);
-  // A vector may come as a [1, n] Linear weight (qwen2moe's shared_expert_gate).
-  const bool row_of_one = want.size() == 1 && st->shape == std::vector<int64_t>{1, want[0]};
-  if (st->shape != want && !row_of_one)
-    fail(ErrorKind::Format, "{}: tensor {} has shape [{}], {} expects [{}]", dir, hf, fmt::join(st->shape, ", "),
-         gguf_name, fmt::join(want, ", "));
-  if (st->dtype != "F32" && st->dtype != "F16" && st->dtype != "BF16")
-    fail(ErrorKind::Unsupported, "{}: tensor {} has dtype {}; only F32, F16 and BF16 convert", dir, hf, st->dtype);
-  return *st;
-}
-
-// The checked HF tensors a GGUF tensor converts from: one, or for a 3-D expert tensor one
-// 2-D tensor per expert, stacked in expert order (convert_hf_to_gguf's torch.stack).
-std::vector<const SafeTensor*> sources_of(const TensorSpec& spec, const HfTensors& t, const std::string& dir) {
-  const bool experts = spec.block && spec.block->ne2 == Dim::Expert;
-  const size_t dims = experts ? 2 : spec.shape.size();
-  const std::vector<int64_t> want(spec.shape.rend() - static_cast<std::ptrdiff_t>(dims), spec.shape.rend());  // PyTorch order
-  if (spec.name == "token_embd.weight") return {&checked(t.prefix + "embed_tokens.weight", want, spec.name, t, dir)};
-  if (spec.name == "output_norm.weight") return {&checked(t.prefix + "norm.weight", want, spec.name, t, dir)};
-  if (spec.name == "output.weight") return {&checked(t.lm_head->name, want, spec.name, t, dir)};
-  std::vector<const SafeTensor*> out;
-  for (int64_t e = 0; e < (experts ? spec.shape[2] : 1); ++e)
-    out.push_back(&checked(hf_block_name(spec, t, static_cast<int>(e)), want, spec.name, t, dir));
-  return out;
-}
-
 }  // namespace
 
 ConvertStats convert_hf(const std::string& dir, const std::string& out_path, DType type, ThreadPool* pool) {
@@ -207,7 +151,7 @@ ConvertStats convert_hf(const std::string& dir, const std::string& out_path, DTy
       ++stats.n_tensors;
       continue;
     }
-    const std::vector<const SafeTensor*> src = sources_of(spec, tensors, dir);
+    const RowSources src = sources_of(spec, tensors, dir);
     const bool permute = arch.hf.permute_qk && (spec.role == TensorRole::AttnQ || spec.role == TensorRole::AttnK);
     const float add = spec.role == TensorRole::Norm ? arch.hf.norm_shift : 0.0f;
     const int64_t cols = spec.shape[0], rows_each = spec.shape.size() > 1 ? spec.shape[1] : 1;
@@ -217,7 +161,7 @@ ConvertStats convert_hf(const std::string& dir, const std::string& out_path, DTy
         w, spec.name, spec.shape, stored,
         [src, cols, rows_each, permute, add, hd](int64_t row, float* out) {
           const int64_t r = row % rows_each;  // row r of expert row / rows_each
-          src[static_cast<size_t>(row / rows_each)]->read_row(permute ? unpermuted_row(r, hd) : r, cols, out);
+          src.read(row / rows_each, permute ? unpermuted_row(r, hd) : r, cols, out);
           if (add != 0.0f)
             for (int64_t i = 0; i < cols; ++i) out[i] += add;
         },
