@@ -6,6 +6,7 @@
 //    checkpoint's own tensors (HF's RoPE and row order, experts one by one) to float rounding,
 //    which checks the stacking, Mixtral's Q/K permutation, OLMoE's full-row q/k norms,
 //    qwen2moe's gated shared expert and each family's renormalisation;
+//  - transformers v5's fused expert layout converts to the same bytes as per-expert tensors;
 //  - routing the family's GGUF cannot express is refused in one line.
 #include <doctest/doctest.h>
 
@@ -13,7 +14,9 @@
 #include <fstream>
 
 #include "convert/hf.h"
+#include "convert/safetensors.h"
 #include "convert_test_util.h"
+#include "hf_test_util.h"
 #include "models/model_support.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -52,7 +55,62 @@ std::string edited_copy(const TempDir& dir, const std::string& family, const std
   return out;
 }
 
+// A copy of a committed folder with each layer's experts in transformers v5's fused layout:
+// mlp.experts.gate_up_proj [n_expert, 2 n_ff, n_embd] (gate rows first, no ".weight"),
+// mlp.experts.down_proj [n_expert, n_embd, n_ff].
+std::string fused_copy(const TempDir& dir, const std::string& family, int n_layer, int n_expert) {
+  const std::string out = dir.file(family + "-fused");
+  std::filesystem::copy(hf_folder(family), out, std::filesystem::copy_options::recursive);
+  const convert::SafetensorsModel src = convert::SafetensorsModel::open(hf_folder(family));
+  auto values = [](const convert::SafeTensor& t) {
+    std::vector<float> v(static_cast<size_t>(t.n_elements()));
+    t.read_row(0, t.n_elements(), v.data());
+    return v;
+  };
+  std::map<std::string, StTensor> tensors;
+  for (const auto& [name, t] : src.tensors())
+    if (name.find(".experts.") == std::string::npos) tensors[name] = {"BF16", t.shape, values(t)};
+  for (int il = 0; il < n_layer; ++il) {
+    const std::string p = fmt::format("model.layers.{}.mlp.experts.", il);
+    StTensor gate_up{"BF16", {}, {}}, down{"BF16", {}, {}};
+    for (int e = 0; e < n_expert; ++e) {
+      for (const char* part : {"gate_proj", "up_proj"}) {
+        const auto v = values(*src.find(fmt::format("{}{}.{}.weight", p, e, part)));
+        gate_up.values.insert(gate_up.values.end(), v.begin(), v.end());
+      }
+      const convert::SafeTensor& d = *src.find(fmt::format("{}{}.down_proj.weight", p, e));
+      const auto v = values(d);
+      down.values.insert(down.values.end(), v.begin(), v.end());
+      down.shape = {n_expert, d.shape[0], d.shape[1]};
+      gate_up.shape = {n_expert, 2 * d.shape[1], d.shape[0]};
+    }
+    tensors[p + "gate_up_proj"] = gate_up;
+    tensors[p + "down_proj"] = down;
+  }
+  write_safetensors(out + "/model.safetensors", tensors);
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("convert hf: transformers v5's fused experts convert as the per-expert tensors do") {
+  TempDir dir("hf-moe");
+  ThreadPool pool(2);
+  for (const char* family : {"qwen3moe", "qwen2moe", "olmoe"}) {
+    CAPTURE(std::string(family));
+    convert::convert_hf(hf_folder(family), dir.file("split.gguf"), DType::F32, &pool);
+    convert::convert_hf(fused_copy(dir, family, 2, 4), dir.file("fused.gguf"), DType::F32, &pool);
+    const gguf::File a = gguf::File::open(dir.file("split.gguf")), b = gguf::File::open(dir.file("fused.gguf"));
+    REQUIRE(a.tensors().size() == b.tensors().size());
+    for (const gguf::TensorInfo& t : a.tensors()) {
+      const gguf::TensorInfo* u = b.find_tensor(t.name);
+      REQUIRE(u);
+      CHECK(u->nbytes == t.nbytes);
+      CHECK_MESSAGE(std::memcmp(u->data, t.data, t.nbytes) == 0, std::string(t.name));
+    }
+    std::filesystem::remove_all(dir.file(std::string(family) + "-fused"));
+  }
+}
 
 TEST_CASE("convert hf: MoE checkpoints stack their experts as llama.cpp's converter does") {
   TempDir dir("hf-moe");
