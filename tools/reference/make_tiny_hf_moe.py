@@ -12,6 +12,11 @@ Each seed is kept only when every router choice of the golden tokens is clear of
 (reference.router_margin), so float32 arithmetic picks the same experts as float64.
 
 Run from the repository root:  python3 tools/reference/make_tiny_hf_moe.py
+
+llama.cpp on the converted files (it loads each and gives the same perplexity):
+    for f in qwen3moe qwen2moe mixtral olmoe; do
+      build-dev/ember convert hf tests/models/hf-tiny-$f -o /tmp/hf-tiny-$f.gguf --type f32
+      tools/ppl-vs-llamacpp --cases "" --types f32 --model /tmp/hf-tiny-$f.gguf; done
 """
 import json
 import os
