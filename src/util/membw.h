@@ -28,6 +28,15 @@ class ThreadPool;
 //    that wait for the last chunk. So it is the peak decode's own walk reaches with the same
 //    threads, and any of the others above it is bandwidth a decode loop could reach only
 //    with another walk.
+// Why the best of all five and not decode's walk alone: the reference must be a rate a read
+// with the same threads really reached (else "% of roofline" flatters), and no lower than
+// what decode's own walk reaches (else decode could pass 100% by its walk, not its kernels).
+// The best of the five is both; when a fixed-share read beats decode's walk, the difference
+// is the cost of decode's shape (dispatches, chunk tails), and it rightly shows as a loss.
+// Which read wins differs by machine (more streams help on the Zen 3 VM above, not on the
+// Sapphire Rapids VM of issue 32, loaded: 2 threads, 9 rounds, medians 1 stream 5.6 GB/s,
+// 2 streams 6.1, 4 streams 4.9, 8 streams 5.0, decode's chunks 5.8), so `ember bench` names
+// the pattern that set each run's reference.
 struct ReadPattern {
   int streams = 1;
   bool decode_chunks = false;
