@@ -85,3 +85,17 @@ TEST_CASE("thread pool: sleeping workers wake for the next run, and the pool shu
   }
   ThreadPool unused(4);  // destroyed without a run
 }
+
+TEST_CASE("thread pool: destroyed right after runs the caller finished alone") {
+  // Workers still asleep or late when share 0 ends leave their shares to the caller; a worker
+  // then wakes to a run that is over, or to the destructor's, and must see which.
+  for (int i = 0; i < 300; ++i) {
+    ThreadPool pool(3);
+    for (int r = 0; r < 1 + i % 3; ++r) {
+      std::atomic<int> calls{0};
+      pool.run([&](int, int) { calls.fetch_add(1); });
+      REQUIRE(calls.load() == 3);
+    }
+    if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}

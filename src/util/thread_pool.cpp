@@ -123,7 +123,6 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
 void ThreadPool::worker_loop() {
   uint64_t state = state_.load(std::memory_order_acquire);
   for (;;) {
-    if (stop_.load(std::memory_order_acquire)) return;
     const int share = take_share(state);
     if (share >= 0) {
       (*job_)(share, n_threads_);
@@ -131,7 +130,10 @@ void ThreadPool::worker_loop() {
       state = state_.load(std::memory_order_acquire);
       continue;
     }
-    state = await_change(state_, state);  // no share left in `state`: wait for the next run
+    // No share left in `state`, the latest value seen: stop if the destructor stored it (it
+    // sets stop_ first), else wait for the next run.
+    if (stop_.load(std::memory_order_acquire)) return;
+    state = await_change(state_, state);
   }
 }
 
