@@ -201,6 +201,7 @@ std::vector<eval::BenchRow> test_rows(const BenchArgs& a, const Model& model, co
     row.type_k = kv_type_name(co.k_type);
     row.type_v = kv_type_name(co.v_type);
     row.bandwidth_name = bandwidth.name();
+    row.bandwidth_patterns = bandwidth.pattern_names();
     if (t.n_gen > 0) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
       const int64_t mean_kv = t.n_depth + (t.n_gen - 1) / 2;

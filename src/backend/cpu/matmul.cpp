@@ -11,6 +11,7 @@
 #include "backend/cpu/matmul_bf16_avx512.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_packed_avx512.h"
+#include "util/guided_chunks.h"
 #include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "tensor/quant.h"
@@ -105,12 +106,9 @@ PreparedActivations prepare_activations(ThreadPool& pool, cpu::ActFormat format,
 // there are enough of them: each thread then reads its own slice of W once per token block.
 // Otherwise (few rows, many tokens) its tokens are split, one range per thread.
 // Rows are handed out as chunks from a shared counter rather than as one fixed share per
-// thread: when a thread is descheduled or slower (a busy machine, a core sharing its cache)
-// the others take its chunks instead of waiting for it at the end of the op. The chunks
-// shrink as the matrix runs out (guided scheduling): each takes 1/(2 nth) of the groups left,
-// so the first are long streams and the threads finish within a short chunk of each other.
-// Many threads would need more chunks than a job holds: the last nth then share the rest
-// evenly (and at 2 nth >= kMaxChunks all chunks are equal).
+// thread (util/guided_chunks.h): when a thread is descheduled or slower (a busy machine, a
+// core sharing its cache) the others take its chunks instead of waiting for it at the end
+// of the op.
 struct MatmulJob {
   static constexpr int kMaxChunks = 128;
   static constexpr int64_t kMinChunkRows = 16;
@@ -140,20 +138,7 @@ struct MatmulJob {
       return;
     }
     const int64_t groups = (rows + row_group - 1) / row_group;
-    const int64_t min_groups = std::max<int64_t>(1, kMinChunkRows / row_group);
-    int64_t start = 0;
-    const int even_from = 2 * nth >= kMaxChunks ? 0 : kMaxChunks - nth;
-    while (start < groups) {
-      if (n_chunks == even_from) {
-        const int64_t rest = groups - start;
-        const int k = static_cast<int>(std::min<int64_t>(rest, kMaxChunks - n_chunks));
-        for (int i = 0; i < k; ++i) chunk_start[n_chunks++] = start + rest * i / k;
-        break;
-      }
-      chunk_start[n_chunks++] = start;
-      start = std::min(groups, start + std::max(min_groups, (groups - start) / (2 * nth)));
-    }
-    chunk_start[n_chunks] = groups;
+    n_chunks = guided_chunks(groups, nth, kMinChunkRows / row_group, kMaxChunks, chunk_start);
   }
 
   void run_chunk(int64_t ch) const {
