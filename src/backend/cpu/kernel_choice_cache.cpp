@@ -106,8 +106,9 @@ CachedSpeeds read_kernel_cache(const std::string& path, const KernelCacheKey& ke
       out.warning = fmt::format("ignoring kernel-choice cache {}: {}", path, why);
       return out;
     }
-    if (const json::Value* entry = json::find(json::at(doc, "threads"), std::to_string(key.threads)))
-      parse_types(*entry, out);
+    const json::Value& threads = json::at(doc, "threads");
+    json::as_object(threads, "\"threads\"");
+    if (const json::Value* entry = json::find(threads, std::to_string(key.threads))) parse_types(*entry, out);
   } catch (const std::exception& e) {
     out = CachedSpeeds{};
     out.warning = fmt::format("ignoring kernel-choice cache {}: {}", path, e.what());
@@ -122,8 +123,13 @@ std::string write_kernel_cache(const std::string& path, const KernelCacheKey& ke
     std::error_code ec;
     if (std::filesystem::exists(path, ec)) {
       json::Value old = json::parse(read_capped(path), path);
-      if (foreign_reason(old, key).empty() && json::find(old, "threads") && json::at(old, "threads").is_object())
+      if (foreign_reason(old, key).empty()) {
+        for (const auto& [threads, entry] : json::as_object(json::at(old, "threads"), "\"threads\"")) {
+          CachedSpeeds check;
+          parse_types(entry, check);  // a malformed entry anywhere: start afresh
+        }
         doc = std::move(old);
+      }
     }
   } catch (const std::exception&) {
     // unreadable or corrupt: replaced below
