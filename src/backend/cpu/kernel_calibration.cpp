@@ -55,16 +55,30 @@ double decode_pass(ThreadPool& pool, Workspace& ws, const std::vector<MatView>& 
   return static_cast<double>(done) / seconds_since(t0) / 1e9;
 }
 
-double batch_pass(ThreadPool& pool, Workspace& ws, const MatView& w, int64_t tokens) {
+// `w` again and again, `tokens` rows each time, until `bytes` are read. Returns GB/s.
+double batch_pass(ThreadPool& pool, Workspace& ws, const MatView& w, int64_t tokens, size_t bytes) {
+  size_t done = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  ws.matmul(pool, w, tokens);
-  return static_cast<double>(weight_bytes(w)) / seconds_since(t0) / 1e9;
+  do {
+    ws.matmul(pool, w, tokens);
+    done += weight_bytes(w);
+  } while (done < bytes);
+  return static_cast<double>(done) / seconds_since(t0) / 1e9;
+}
+
+// The first rows of the largest matrix, about `bytes` of them, in whole pairs of 16-row
+// groups (an interleaved view may end at any group: the kernels read rows [0, rows)).
+MatView largest_slice(const std::vector<MatView>& mats, size_t bytes) {
+  MatView w = *std::max_element(mats.begin(), mats.end(),
+                                [](const MatView& a, const MatView& b) { return weight_bytes(a) < weight_bytes(b); });
+  const int64_t rows = static_cast<int64_t>(bytes / dtype_row_bytes(w.type, w.cols)) / 32 * 32;
+  w.rows = std::clamp<int64_t>(rows, std::min<int64_t>(32, w.rows), w.rows);
+  return w;
 }
 
 TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>& mats, const CalibrationPlan& plan) {
   Workspace ws(mats, std::max(plan.batch_rows, plan.prefill_rows));
-  const MatView& largest =
-      *std::max_element(mats.begin(), mats.end(), [](const MatView& a, const MatView& b) { return weight_bytes(a) < weight_bytes(b); });
+  const MatView largest = largest_slice(mats, plan.slice_bytes);
   TypeSpeeds s;
   s.type = type;
   for (Variant v : {Variant::Avx2, Variant::Avx512}) {  // first calls: kernel tables, pool wake-up
@@ -77,8 +91,8 @@ TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>
       const int vi = (rep + k) % kVariants;  // alternate which variant goes first
       set_kernel_choice(KernelChoiceTable::all(static_cast<Variant>(vi)));
       const double dec = decode_pass(pool, ws, mats, next, plan.decode_bytes);
-      const double bat = batch_pass(pool, ws, largest, plan.batch_rows);
-      const double pre = batch_pass(pool, ws, largest, plan.prefill_rows);
+      const double bat = batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes);
+      const double pre = batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes);
       const auto keep_best = [&](Regime r, double gbs) {
         double& best = s.regime[static_cast<int>(r)].gbs[vi];
         best = std::max(best, gbs);

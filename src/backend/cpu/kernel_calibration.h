@@ -37,11 +37,18 @@ struct CalibrationPlan {
   int repeats = 3;              // per variant and regime, alternated
   int64_t batch_rows = 8;       // the small-batch regime's activation rows (2..16)
   int64_t prefill_rows = 64;    // the prefill regime's (one token block of the kernels)
+  // Batch and prefill read the first rows of the type's largest matrix, about slice_bytes
+  // of them: the kernels' speed per row does not depend on the matrix's height, and a
+  // 64-row pass over a whole 50 MiB output matrix would take most of a second.
+  // Each pass repeats the slice until it has read this many bytes (a pass of one short
+  // call would time the thread pool's wake-up more than the kernel).
+  size_t slice_bytes = size_t{2} << 20;
+  size_t batch_pass_bytes = size_t{16} << 20;
+  size_t prefill_pass_bytes = size_t{4} << 20;
 };
 
 // Measures every type of `types` that has a packed (interleaved) matrix among `packed`;
-// the others are left out of the result. Batch and prefill run on the type's largest
-// matrix. The kernel-choice table is forced for each measurement and restored after, so
+// the others are left out of the result. The kernel-choice table is forced for each measurement and restored after, so
 // call it before the model runs, not while other threads run matmuls.
 std::vector<TypeSpeeds> measure_variants(ThreadPool& pool, std::span<const MatView> packed, std::span<const DType> types,
                                          const CalibrationPlan& plan = {});
