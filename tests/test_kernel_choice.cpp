@@ -274,7 +274,7 @@ TEST_CASE("choose_packed_kernels: cached entries set the table, missing types ar
   cpu::KernelChoiceOptions o;
   o.cache_path = dir.file("kernel-choice.json");
   o.plan.decode_bytes = 1 << 16;
-  o.plan.repeats = 1;
+  o.plan.repeats = o.plan.max_repeats = 1;
   o.plan.batch_pass_bytes = o.plan.prefill_pass_bytes = 1 << 16;
   o.verbose = false;
   // Q4_0 cached with a choice no measurement would make (avx2 where avx512 is listed faster

@@ -86,7 +86,8 @@ TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>
     ws.matmul(pool, largest, 1);
   }
   size_t next = 0;
-  for (int rep = 0; rep < plan.repeats; ++rep) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < plan.repeats || (rep < plan.max_repeats && seconds_since(t0) < plan.budget_seconds); ++rep) {
     for (int k = 0; k < kVariants; ++k) {
       const int vi = (rep + k) % kVariants;  // alternate which variant goes first
       set_kernel_choice(KernelChoiceTable::all(static_cast<Variant>(vi)));

@@ -34,7 +34,12 @@ struct CalibrationPlan {
   // decode step does, this many bytes per repeat (fewer if the model holds fewer): enough
   // to leave the private caches, so the numbers are those of a bandwidth-bound step.
   size_t decode_bytes = size_t{64} << 20;
-  int repeats = 3;              // per variant and regime, alternated
+  // Rounds (each variant once per regime, alternated): at least `repeats`, more while the
+  // type's time is under `budget_seconds`, at most `max_repeats`. More rounds on a quiet
+  // machine make "best of" steadier; a busy one still stops after `repeats`.
+  int repeats = 3;
+  int max_repeats = 8;
+  double budget_seconds = 0.08;
   int64_t batch_rows = 8;       // the small-batch regime's activation rows (2..16)
   int64_t prefill_rows = 64;    // the prefill regime's (one token block of the kernels)
   // Batch and prefill read the first rows of the type's largest matrix, about slice_bytes
