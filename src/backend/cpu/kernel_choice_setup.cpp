@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include <fmt/format.h>
 
@@ -16,9 +15,6 @@
 namespace ember::cpu {
 
 namespace {
-
-std::mutex g_last_mutex;
-KernelChoiceReport g_last;
 
 std::string speeds_text(const VariantSpeeds& s) {
   return fmt::format("avx2 {:.1f} vs avx512 {:.1f} GB/s", s.gbs[0], s.gbs[1]);
@@ -141,14 +137,7 @@ KernelChoiceReport choose_packed_kernels(ThreadPool& pool, std::span<const MatVi
       for (int r = 0; r < kRegimes; ++r) table.set(t.type, static_cast<Regime>(r), t.regime[r].variant);
     set_kernel_choice(table);
   }
-  std::lock_guard<std::mutex> lock(g_last_mutex);
-  g_last = report;
   return report;
-}
-
-KernelChoiceReport last_kernel_choice() {
-  std::lock_guard<std::mutex> lock(g_last_mutex);
-  return g_last;
 }
 
 KernelChoiceReport cached_kernel_choice(int threads) {

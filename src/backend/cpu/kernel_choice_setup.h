@@ -45,9 +45,6 @@ KernelChoiceOptions default_kernel_choice_options();  // mode from the environme
 KernelChoiceReport choose_packed_kernels(ThreadPool& pool, std::span<const MatView> packed,
                                          const KernelChoiceOptions& options);
 
-// The report of the latest choose_packed_kernels in this process (empty before one).
-KernelChoiceReport last_kernel_choice();
-
 // What a model with the given types would get at `threads` threads without measuring
 // anything: the cached entries, the mode or the forcing level (for `ember --version`).
 KernelChoiceReport cached_kernel_choice(int threads);
