@@ -86,8 +86,8 @@ std::vector<TypeChoice> cached_or_measured(ThreadPool& pool, std::span<const Mat
   if (o.verbose) {
     std::string names;
     for (const TypeSpeeds& s : measured) names += (names.empty() ? "" : ", ") + std::string(dtype_name(s.type));
-    fmt::print(stderr, "ember: measured the CPU kernels for {} in {:.0f} ms ({} threads), {}\n", names, ms, pool.size(),
-               where);
+    fmt::print(stderr, "ember: measured the CPU kernels for {} in {:.0f} ms ({} thread{}), {}\n", names, ms, pool.size(),
+               pool.size() == 1 ? "" : "s", where);
   }
   return out;
 }
