@@ -38,6 +38,8 @@ class WeightStore {
   virtual MatView prepare_rows(const MatView& w) = 0;
   virtual const float* prepare_vector(const float* v, int64_t n) = 0;
   virtual size_t copied_bytes() const = 0;  // of the weights, held outside the file mapping
+  // The matrices it repacked for the CPU kernels (what kernel calibration measures on).
+  virtual std::vector<MatView> repacked_matrices() const { return {}; }
   virtual std::string describe() const = 0;         // where: "cpu", "cuda:0 NVIDIA H200 (...)"
   virtual size_t memory_available() const = 0;      // bytes that copies may still take
 };

@@ -17,6 +17,7 @@
 #include <map>
 
 #include "util/thread_pool.h"
+#include "backend/cpu/kernel_choice_setup.h"
 #include "backend/kv_types.h"
 #include "eval/bench_bandwidth.h"
 #include "cli/commands.h"
@@ -231,6 +232,9 @@ int run_bench(BenchArgs& a) {
   co.v_type = parse_kv_type(a.ctv, "-ctv");
   co.print_plan = false;
   ThreadPool pool(n_threads);
+  const cpu::KernelChoiceReport kernels =
+      cpu::choose_packed_kernels(pool, model->cpu_repacked_matrices(), cpu::default_kernel_choice_options());
+  for (const std::string& line : kernels.lines()) fmt::print(stderr, "bench: {}\n", line);
   if (!a.parallel.empty()) return run_parallel_bench(a, *model, pool, co, n_threads);
 
   const eval::BenchModelInfo info = describe_model(*model, std::filesystem::path(a.model).filename().string());

@@ -85,6 +85,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
 size_t Model::repacked_bytes() const {
   return (host_weights_ ? host_weights_->copied_bytes() : 0) + device_weight_bytes();
 }
+std::vector<MatView> Model::cpu_repacked_matrices() const {
+  return host_weights_ ? host_weights_->repacked_matrices() : std::vector<MatView>{};
+}
 size_t Model::device_weight_bytes() const { return device_weights_ ? device_weights_->copied_bytes() : 0; }
 
 std::string Model::describe() const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernel_choice.h"
 #include "backend/cpu/matmul_bf16_avx512.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_packed_avx512.h"
@@ -28,17 +29,25 @@ struct KernelPlan {
   int64_t row_group;  // rows are split between threads in multiples of this
 };
 
-KernelPlan pick_kernel(const MatView& w) {
+// `rows`: the activation rows the kernel will see, whose regime picks the packed variant.
+KernelPlan pick_kernel(const MatView& w, int64_t rows) {
   if (w.layout == WeightLayout::Interleaved) {
     // Packed views come from pack_weight, which only packs for a level that has the kernel.
     // Chunks of whole pairs of groups leave no pair half empty but the matrix's last: the
     // AVX-512 VNNI kernels read the AVX2 kernels' groups (types without one keep AVX2's) two
     // at a time (16 rows per register), and the AVX2 kernels' decode pairs a chunk's groups
     // (packed_tiles.h), where an odd one out would read alone, as one slower stream.
-    if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni)
-      if (const cpu::PackedKernel* k = cpu::packed_kernel_avx512(w.type)) return {k->act, k->tile, 2 * k->group_rows};
+    // Both give the same bits, so the variant follows the measured table (kernel_choice.h).
+    const cpu::Regime regime = cpu::regime_of(rows);
+    if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni &&
+        cpu::chosen_variant(w.type, regime) == cpu::Variant::Avx512)
+      if (const cpu::PackedKernel* k = cpu::packed_kernel_avx512(w.type)) {
+        cpu::count_variant_call(cpu::Variant::Avx512, regime);
+        return {k->act, k->tile, 2 * k->group_rows};
+      }
     const cpu::PackedKernel* k = simd_level() >= SimdLevel::AVX2 ? cpu::packed_kernel_avx2(w.type) : nullptr;
     if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel reads {} weights in the interleaved layout", dtype_name(w.type));
+    cpu::count_variant_call(cpu::Variant::Avx2, regime);
     return {k->act, k->tile, 2 * k->group_rows};
   }
   // Rows are split in groups of 12, a multiple of every micro-tile height.
@@ -187,7 +196,7 @@ void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> tar
   int n_jobs = 0;
   for (const MatmulTarget& t : targets) {
     if (t.w.rows == 0) continue;
-    const KernelPlan kernel = pick_kernel(t.w);
+    const KernelPlan kernel = pick_kernel(t.w, x.rows);
     const int f = static_cast<int>(kernel.act);
     if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, x);
     jobs[n_jobs++] = MatmulJob(kernel, t.w, act[f], t.y, x.rows, pool.size());
@@ -260,12 +269,13 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
     const int64_t cols = t.experts[0].rows;
     std::vector<float>& y = ys[ti++];
     y.resize(static_cast<size_t>(n_rows * cols));
-    const KernelPlan kernel = pick_kernel(t.experts[0]);
-    const int f = static_cast<int>(kernel.act);
-    if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, xv);
     for (int64_t e = 0; e < n_expert; ++e) {
       const int64_t r0 = buckets.start[e], n = buckets.start[e + 1] - r0;
       if (n == 0) continue;
+      // Each expert's variant follows the regime of its own rows (all read one format).
+      const KernelPlan kernel = pick_kernel(t.experts[e], n);
+      const int f = static_cast<int>(kernel.act);
+      if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, xv);
       const PreparedActivations a{act[f].data + r0 * act[f].stride, act[f].stride};
       jobs.emplace_back(kernel, t.experts[e], a, F32Mat{y.data() + r0 * cols, cols, n, cols}, n, pool.size());
     }
