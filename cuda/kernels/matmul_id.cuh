@@ -33,17 +33,19 @@ namespace {
 constexpr int kMoeMaxExperts = 512;   // model/moe.cpp's kMaxExperts
 constexpr int kMoeGroupThreads = 256;
 
-// One warp's output row `row` for n_tok (<= NT) slots: slot[t] reads x row xr[t].
+// One warp's sums of weight row wr with n_tok (<= NT) activation rows xr[t] of x; returns
+// the sum of token *t (mm_reduced_token), which lanes with *writes set store.
 template <class Src, int NT>
-__device__ __forceinline__ void mid_warp_row(const uint8_t* wr, int64_t units, const typename Src::Act* x,
-                                             int64_t x_stride, const int64_t (&slot)[NT], const int64_t (&xr)[NT],
-                                             int n_tok, float* y, int64_t y_stride, int64_t row, int lane) {
+__device__ __forceinline__ float mid_warp_row(const uint8_t* wr, int64_t units, const typename Src::Act* x,
+                                              int64_t x_stride, const int64_t (&xr)[NT], int n_tok, int lane,
+                                              int* t, bool* writes) {
   float acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+  for (int i = 0; i < NT; ++i) acc[i] = 0.0f;
   for (int64_t u = lane; u < units; u += kQ8Warp) Src::template step_gather<NT>(wr, u, x, x_stride, xr, n_tok, acc);
   const float sum = mm_warp_sums<NT>(acc, lane);
-  const int t = mm_reduced_token<NT>(lane);
-  if (lane % (kQ8Warp / NT) == 0 && t < n_tok) y[slot[t] * y_stride + row] = sum;
+  *t = mm_reduced_token<NT>(lane);
+  *writes = lane % (kQ8Warp / NT) == 0 && *t < n_tok;
+  return sum;
 }
 
 // Decode: slot blockIdx.y through expert ids[slot] (x row slot / x_div).
@@ -57,9 +59,12 @@ __global__ void __launch_bounds__(kMatmulWarps * kQ8Warp)
   const int64_t s = blockIdx.y;
   const int e = ids[s];
   if (row >= n_rows || e < 0 || e >= n_expert) return;  // whole warps: no barrier below
-  const int64_t slot[1] = {s}, xr[1] = {s / x_div};
-  mid_warp_row<Src, 1>(w + e * expert_bytes + row * w_stride, units, x, x_stride, slot, xr, 1, y, y_stride, row,
-                       lane);
+  const int64_t xr[1] = {s / x_div};
+  int t;
+  bool writes;
+  const float sum = mid_warp_row<Src, 1>(w + e * expert_bytes + row * w_stride, units, x, x_stride, xr, 1, lane, &t,
+                                         &writes);
+  if (writes) y[s * y_stride + row] = sum;
 }
 
 // The slots of each expert, ascending: order[bounds[e] .. bounds[e + 1]). One block; ids out
@@ -102,12 +107,13 @@ __global__ void __launch_bounds__(kMatmulWarps * kQ8Warp)
   const int32_t end = bounds[e + 1];
   for (int32_t p = bounds[e]; p < end; p += NT) {
     const int n_tok = min(NT, end - p);
-    int64_t slot[NT], xr[NT];
-    for (int t = 0; t < NT; ++t) {
-      slot[t] = t < n_tok ? order[p + t] : 0;
-      xr[t] = slot[t] / x_div;
-    }
-    mid_warp_row<Src, NT>(wr, units, x, x_stride, slot, xr, n_tok, y, y_stride, row, lane);
+    int64_t xr[NT];
+    for (int i = 0; i < NT; ++i) xr[i] = i < n_tok ? order[p + i] / x_div : 0;
+    int t;
+    bool writes;
+    const float sum = mid_warp_row<Src, NT>(wr, units, x, x_stride, xr, n_tok, lane, &t, &writes);
+    // The slot is read again rather than indexed out of xr: a register array stays in registers.
+    if (writes) y[static_cast<int64_t>(order[p + t]) * y_stride + row] = sum;
   }
 }
 
