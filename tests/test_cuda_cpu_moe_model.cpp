@@ -3,7 +3,8 @@
 // expert with a sigmoid gate) give the CPU backend's logits, prompt and decode alike (the
 // decode steps captured and replayed as CUDA graphs); a sequence's logits are bitwise the
 // same decoded alone (the one-token expert path) and batched with another (the grouped
-// path); -ngl places MoE layers on the device like any other.
+// path); -ngl places MoE layers on the device like any other; replayed graphs give the
+// direct launches' logits.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -103,4 +104,19 @@ TEST_CASE("cuda on cpu: MoE layers go on the device by default and by -ngl N") {
   const double e = check::nmse(prompt_and_decode(*split), cpu);
   MESSAGE("qwen3moe q8_0 split: NMSE against the CPU backend: " << e);
   CHECK(e <= 1e-3);
+}
+
+// Decode steps replayed as CUDA graphs: the routing and the expert matmuls read their ids
+// from device memory, so the replayed steps give the logits of steps launched op by op.
+TEST_CASE("cuda on cpu: MoE decode steps replay as CUDA graphs with the direct logits") {
+  const auto model = Model::load(tiny_moe_model("qwen3moe", "q8_0"), on_cuda_cpu());
+  setenv("EMBER_CUDA_GRAPHS", "0", 1);
+  const std::vector<float> direct = prompt_and_decode(*model);
+  unsetenv("EMBER_CUDA_GRAPHS");
+  const cuda::GraphCounts before = cuda::graph_counts();
+  const std::vector<float> graphs = prompt_and_decode(*model);
+  const cuda::GraphCounts after = cuda::graph_counts();
+  CHECK(after.captured - before.captured == 1);  // 3 decode steps: run, captured, replayed
+  CHECK(after.replayed - before.replayed == 1);
+  CHECK(graphs == direct);
 }
