@@ -201,3 +201,25 @@ TEST_CASE("cpu_exec: moe_combine matches ops::moe_combine with and without the g
     check::expect_close(got.dense(), want, 1e-12, fmt::format("shared {} gate {}", s.data != nullptr, g.data != nullptr));
   }
 }
+
+TEST_CASE("cpu_exec: matmul_id over experts with more rows than one pass holds") {
+  check::Rng rng(43);
+  constexpr int kExperts = 3, kUsed = 2;
+  const int64_t tokens = 40, cols = 64, rows = 11;  // ~27 slots per expert: two passes of 16
+  const Experts w(DType::Q8_0, kExperts, rows, cols, rng);
+  const std::vector<MatView> views = w.views();
+  const auto x = rng.uniform(static_cast<size_t>(tokens * cols), -2.0f, 2.0f);
+  const auto ids = random_ids(rng, tokens, kUsed, kExperts);
+  ember::ThreadPool pool(1);
+  std::vector<float> want(static_cast<size_t>(tokens * kUsed * rows));
+  ember::ops::matmul_id(pool, {{views, check::dense_mat(want, tokens * kUsed, rows)}},
+                        check::dense_view(x, tokens, cols), ids.data(), kUsed);
+  const auto got = run_matmul_id(w, check::dense_view(x, tokens, cols), ids.data(), kUsed, tokens * kUsed);
+  check::expect_close(got, want, 5e-4, "40 tokens");
+  for (int64_t t : {0, 17, 39}) {
+    const auto alone = run_matmul_id(w, check::dense_view(x.data() + t * cols, 1, cols), ids.data() + t * kUsed, kUsed,
+                                     kUsed);
+    CAPTURE(t);
+    CHECK(std::memcmp(alone.data(), got.data() + t * kUsed * rows, alone.size() * sizeof(float)) == 0);
+  }
+}

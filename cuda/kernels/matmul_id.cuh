@@ -8,7 +8,7 @@
 //    computes slot j from expert ids[j] directly: each chosen expert's rows read once.
 //  - Otherwise (prefill, batched decode): moe_group_kernel sorts the slots by expert into the
 //    scratch (bounds[e] .. bounds[e + 1] of `order`, ascending slots), then grid (row blocks,
-//    n_expert): each warp walks its expert's slots in passes of up to NT, reading the weight
+//    n_expert): each warp walks its expert's slots in passes of up to 16, reading the weight
 //    row once per pass. The grid is sized by the worst case (every expert), experts with no
 //    slot exit at once.
 // Both paths form a slot's sum with the same per-lane unit order and the same warp tree
@@ -17,6 +17,7 @@
 // Quantised weights take q8_1 activations (quantised here from f32, or given as a Q8_1 view);
 // float weights take f32 rows, as matmul.cuh.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -32,20 +33,28 @@ namespace {
 
 constexpr int kMoeMaxExperts = 512;   // model/moe.cpp's kMaxExperts
 constexpr int kMoeGroupThreads = 256;
+// 16, not matmul.cuh's 32: the slots' x rows take a register each, and 32 spill on sm_90.
+constexpr int kMaxSlotsPerPass = 16;
 
-// One warp's sums of weight row wr with n_tok (<= NT) activation rows xr[t] of x; returns
-// the sum of token *t (mm_reduced_token), which lanes with *writes set store.
+// A warp's sum for one slot: lanes with `writes` hold the sum of token t of the pass.
+struct MidSum {
+  float sum;
+  int t;
+  bool writes;
+};
+
+// One warp's sums of weight row wr with n_tok (<= NT) activation rows xr[t] of x.
 template <class Src, int NT>
-__device__ __forceinline__ float mid_warp_row(const uint8_t* wr, int64_t units, const typename Src::Act* x,
-                                              int64_t x_stride, const int64_t (&xr)[NT], int n_tok, int lane,
-                                              int* t, bool* writes) {
+__device__ __forceinline__ MidSum mid_warp_row(const uint8_t* wr, int64_t units, const typename Src::Act* x,
+                                               int64_t x_stride, const int32_t (&xr)[NT], int n_tok, int lane) {
   float acc[NT];
   for (int i = 0; i < NT; ++i) acc[i] = 0.0f;
   for (int64_t u = lane; u < units; u += kQ8Warp) Src::template step_gather<NT>(wr, u, x, x_stride, xr, n_tok, acc);
-  const float sum = mm_warp_sums<NT>(acc, lane);
-  *t = mm_reduced_token<NT>(lane);
-  *writes = lane % (kQ8Warp / NT) == 0 && *t < n_tok;
-  return sum;
+  MidSum r;
+  r.sum = mm_warp_sums<NT>(acc, lane);
+  r.t = mm_reduced_token<NT>(lane);
+  r.writes = lane % (kQ8Warp / NT) == 0 && r.t < n_tok;
+  return r;
 }
 
 // Decode: slot blockIdx.y through expert ids[slot] (x row slot / x_div).
@@ -59,12 +68,9 @@ __global__ void __launch_bounds__(kMatmulWarps * kQ8Warp)
   const int64_t s = blockIdx.y;
   const int e = ids[s];
   if (row >= n_rows || e < 0 || e >= n_expert) return;  // whole warps: no barrier below
-  const int64_t xr[1] = {s / x_div};
-  int t;
-  bool writes;
-  const float sum = mid_warp_row<Src, 1>(w + e * expert_bytes + row * w_stride, units, x, x_stride, xr, 1, lane, &t,
-                                         &writes);
-  if (writes) y[s * y_stride + row] = sum;
+  const int32_t xr[1] = {static_cast<int32_t>(s / x_div)};
+  const MidSum r = mid_warp_row<Src, 1>(w + e * expert_bytes + row * w_stride, units, x, x_stride, xr, 1, lane);
+  if (r.writes) y[s * y_stride + row] = r.sum;
 }
 
 // The slots of each expert, ascending: order[bounds[e] .. bounds[e + 1]). One block; ids out
@@ -107,13 +113,11 @@ __global__ void __launch_bounds__(kMatmulWarps * kQ8Warp)
   const int32_t end = bounds[e + 1];
   for (int32_t p = bounds[e]; p < end; p += NT) {
     const int n_tok = min(NT, end - p);
-    int64_t xr[NT];
+    int32_t xr[NT];
     for (int i = 0; i < NT; ++i) xr[i] = i < n_tok ? order[p + i] / x_div : 0;
-    int t;
-    bool writes;
-    const float sum = mid_warp_row<Src, NT>(wr, units, x, x_stride, xr, n_tok, lane, &t, &writes);
+    const MidSum r = mid_warp_row<Src, NT>(wr, units, x, x_stride, xr, n_tok, lane);
     // The slot is read again rather than indexed out of xr: a register array stays in registers.
-    if (writes) y[static_cast<int64_t>(order[p + t]) * y_stride + row] = sum;
+    if (r.writes) y[static_cast<int64_t>(order[p + r.t]) * y_stride + row] = r.sum;
   }
 }
 
@@ -148,8 +152,8 @@ void launch_matmul_id_src(const ExpertSet& e, const typename Src::Act* x, int64_
     return;
   }
   EMBER_LAUNCH(moe_group_kernel, dim3(1), kMoeGroupThreads, 0, s, ids, n_slots, e.n_expert, g.bounds, g.order);
-  // Passes as wide as the busiest expert could need, at most 32 slots.
-  mm_with_tokens_per_pass(n_slots, [&](auto nt) {
+  // Passes as wide as the busiest expert could need, at most kMaxSlotsPerPass slots.
+  mm_with_tokens_per_pass(std::min<int64_t>(n_slots, kMaxSlotsPerPass), [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
     EMBER_LAUNCH((matmul_id_grouped_kernel<Src, NT>), dim3(row_blocks, static_cast<unsigned>(e.n_expert)),
                  kMatmulWarps * kQ8Warp, 0, s, wd, e.expert_bytes, w.row_stride, w.rows, units, x, x_stride, x_div,

@@ -2,13 +2,14 @@
 // (ops::moe_route, ops::moe_combine in src/backend/cpu/moe.cpp), so a decode step's ids and
 // weights never leave the device and the step stays one CUDA graph.
 //
-// Routing: one thread per token, the CPU's arithmetic in the CPU's order (softmax sums in
-// double, the same clamp and scale), and the CPU's order of experts: score descending, the
-// lower id first on ties. The k best are found in k passes, each taking the best expert
-// ranked after the previous pick, so no per-thread array of n_expert values is needed
-// (probabilities are recomputed, identically, where read). n_expert and n_used are small
-// (<= 512): this is a few microseconds next to the experts' matmuls.
+// Routing: one warp per token, the CPU's arithmetic (softmax sums in double, the same clamp
+// and scale; the sum's order differs, so weights agree to rounding), and exactly the CPU's
+// choice of experts: score descending, the lower id first on ties. The k best are found in
+// k passes, each taking the best expert ranked after the previous pick (a warp reduction
+// under that total order), so no array of n_expert values is kept (probabilities are
+// recomputed, identically, where read).
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -21,8 +22,9 @@ namespace ember::cuda {
 
 namespace {
 
-constexpr int kMoeRouteThreads = 64;
+constexpr int kMoeRouteThreads = 128;  // 4 tokens per block
 constexpr int kMoeCombineThreads = 256;
+constexpr int kMoeWarp = 32;
 
 // The routing's parameters as the kernel reads them (MoeRouting with a device bias).
 struct MoeRouteArgs {
@@ -53,44 +55,64 @@ __device__ __forceinline__ void moe_softmax_in_place(float* p, int n) {
   for (int i = 0; i < n; ++i) p[i] *= inv;
 }
 
+// An expert candidate of a selection pass; id < 0: none.
+struct MoePick {
+  float score, prob;
+  int id;
+};
+
+// a ranks before b: the higher score, then the lower id (the CPU's partial_sort order).
+__device__ __forceinline__ bool moe_before(const MoePick& a, const MoePick& b) {
+  return a.id >= 0 && (b.id < 0 || a.score > b.score || (a.score == b.score && a.id < b.id));
+}
+
+// The best pick of the warp, in every lane (the order is total: any tree gives it).
+__device__ __forceinline__ MoePick moe_warp_best(MoePick p) {
+  for (int m = kMoeWarp / 2; m > 0; m >>= 1) {
+    const MoePick o{__shfl_xor_sync(0xffffffffu, p.score, m), __shfl_xor_sync(0xffffffffu, p.prob, m),
+                    __shfl_xor_sync(0xffffffffu, p.id, m)};
+    if (moe_before(o, p)) p = o;
+  }
+  return p;
+}
+
+// One warp per token: lanes take experts lane, lane + 32, ...; pass j picks the best expert
+// ranked after pick j - 1; lane 0 writes the picks and finishes the weights as the CPU does.
 __global__ void __launch_bounds__(kMoeRouteThreads)
     moe_route_kernel(const float* __restrict__ logits, int64_t stride, int64_t n_tokens, MoeRouteArgs r,
                      int32_t* __restrict__ ids, float* __restrict__ weights) {
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= n_tokens) return;
+  const int lane = threadIdx.x % kMoeWarp;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * (kMoeRouteThreads / kMoeWarp) + threadIdx.x / kMoeWarp;
+  if (t >= n_tokens) return;  // the whole warp: no block-wide barrier below
   const float* l = logits + t * stride;
   const int n = r.n_expert, k = r.n_used;
   float mx = 0.0f, inv = 1.0f;
   if (r.gating == MoeGating::Softmax) {
-    mx = l[0];
-    for (int i = 1; i < n; ++i) mx = fmaxf(mx, l[i]);
+    mx = -INFINITY;
+    for (int i = lane; i < n; i += kMoeWarp) mx = fmaxf(mx, l[i]);
+    for (int m = kMoeWarp / 2; m > 0; m >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
     double sum = 0.0;
-    for (int i = 0; i < n; ++i) sum += expf(l[i] - mx);
+    for (int i = lane; i < n; i += kMoeWarp) sum += expf(l[i] - mx);
+    for (int m = kMoeWarp / 2; m > 0; m >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, m);
     inv = static_cast<float>(1.0 / sum);
   }
   int32_t* id = ids + t * k;
   float* w = weights + t * k;
-  // Pass j: the best expert ranked strictly after pick j - 1 (score, then id).
-  float prev_score = 0.0f;
-  int prev = -1;
+  MoePick prev{0.0f, 0.0f, -1};
   for (int j = 0; j < k; ++j) {
-    int best = -1;
-    float best_score = 0.0f, best_prob = 0.0f;
-    for (int i = 0; i < n; ++i) {
+    MoePick best{0.0f, 0.0f, -1};
+    for (int i = lane; i < n; i += kMoeWarp) {
       const float p = moe_prob(r.gating, l[i], mx, inv);
-      const float sc = p + (r.bias ? r.bias[i] : 0.0f);
-      const bool after_prev = prev < 0 || sc < prev_score || (sc == prev_score && i > prev);
-      if (after_prev && (best < 0 || sc > best_score)) {
-        best = i;
-        best_score = sc;
-        best_prob = p;
-      }
+      const MoePick c{p + (r.bias ? r.bias[i] : 0.0f), p, i};
+      if ((prev.id < 0 || moe_before(prev, c)) && moe_before(c, best)) best = c;
     }
-    id[j] = best;
-    w[j] = best_prob;
-    prev = best;
-    prev_score = best_score;
+    prev = moe_warp_best(best);
+    if (lane == 0) {
+      id[j] = prev.id;
+      w[j] = prev.prob;
+    }
   }
+  if (lane != 0) return;
   if (r.gating == MoeGating::SoftmaxSelected) moe_softmax_in_place(w, k);
   if (r.norm_weights) {
     float sum = 0.0f;
@@ -111,7 +133,8 @@ inline void launch_moe_route(const MatView& logits, const MoeRouting& r, int32_t
          r.n_expert, r.n_used);
   if (logits.rows == 0) return;
   const MoeRouteArgs a{r.n_expert, r.n_used, r.gating, r.norm_weights, r.weights_scale, r.selection_bias};
-  const unsigned blocks = static_cast<unsigned>((logits.rows + kMoeRouteThreads - 1) / kMoeRouteThreads);
+  constexpr int kTokensPerBlock = kMoeRouteThreads / kMoeWarp;
+  const unsigned blocks = static_cast<unsigned>((logits.rows + kTokensPerBlock - 1) / kTokensPerBlock);
   EMBER_LAUNCH(moe_route_kernel, dim3(blocks), kMoeRouteThreads, 0, s, static_cast<const float*>(logits.data),
                static_cast<int64_t>(logits.row_stride / sizeof(float)), logits.rows, a, ids, weights);
 }
