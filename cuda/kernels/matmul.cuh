@@ -89,6 +89,7 @@ struct Q8Rows {
                                                      float (&acc)[NT]) {
     Q8Sub w;
     Q8Unpack<T>::load(row, unit, w);
+#pragma unroll
     for (int t = 0; t < NT; ++t)
       if (t < n_tok) acc[t] += q8_dot<T>(w, x[static_cast<int64_t>(xr[t]) * x_stride + unit]);
   }
@@ -134,6 +135,7 @@ struct FloatRows {
                                                      int64_t x_stride, const int32_t (&xr)[NT], int n_tok,
                                                      float (&acc)[NT]) {
     const float w = mm_float_element<T>(row, unit);
+#pragma unroll
     for (int t = 0; t < NT; ++t)
       if (t < n_tok) acc[t] = fmaf(w, x[static_cast<int64_t>(xr[t]) * x_stride + unit], acc[t]);
   }

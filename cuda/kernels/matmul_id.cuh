@@ -8,18 +8,19 @@
 //    computes slot j from expert ids[j] directly: each chosen expert's rows read once.
 //  - Otherwise (prefill, batched decode): moe_group_kernel sorts the slots by expert into the
 //    scratch (bounds[e] .. bounds[e + 1] of `order`, ascending slots), then grid (row blocks,
-//    n_expert): each warp walks its expert's slots in passes of up to 16, reading the weight
-//    row once per pass. The grid is sized by the worst case (every expert), experts with no
-//    slot exit at once.
+//    n_expert, passes): a warp takes up to 16 of its expert's slots, reading the weight row
+//    once for them. The grid is sized by the worst case (every expert could hold every
+//    slot); blocks past their expert's slots exit at once. (Many empty blocks in a long
+//    prefill: a device-side count of passes per expert would trim them.)
 // Both paths form a slot's sum with the same per-lane unit order and the same warp tree
 // (matmul.cuh's step_gather and mm_warp_sums, bitwise the same whatever NT), so a row's
 // result does not depend on the path, its pass or the other rows (batch invariance).
 // Quantised weights take q8_1 activations (quantised here from f32, or given as a Q8_1 view);
 // float weights take f32 rows, as matmul.cuh.
 #pragma once
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/ops.h"
 #include "cuda/kernel_api.h"
@@ -48,6 +49,7 @@ template <class Src, int NT>
 __device__ __forceinline__ MidSum mid_warp_row(const uint8_t* wr, int64_t units, const typename Src::Act* x,
                                                int64_t x_stride, const int32_t (&xr)[NT], int n_tok, int lane) {
   float acc[NT];
+#pragma unroll
   for (int i = 0; i < NT; ++i) acc[i] = 0.0f;
   for (int64_t u = lane; u < units; u += kQ8Warp) Src::template step_gather<NT>(wr, u, x, x_stride, xr, n_tok, acc);
   MidSum r;
@@ -98,7 +100,8 @@ __global__ void __launch_bounds__(kMoeGroupThreads)
   for (int e = threadIdx.x; e <= n_expert; e += blockDim.x) bounds[e] = start[e];
 }
 
-// Prefill and batches: expert blockIdx.y's slots in passes of up to NT.
+// Prefill and batches: pass blockIdx.z (slots NT * z on) of expert blockIdx.y. One pass per
+// block and no loop over passes: ptxas spilled a loop of them to local memory.
 template <class Src, int NT>
 __global__ void __launch_bounds__(kMatmulWarps * kQ8Warp)
     matmul_id_grouped_kernel(const uint8_t* __restrict__ w, size_t expert_bytes, size_t w_stride, int64_t n_rows,
@@ -108,28 +111,35 @@ __global__ void __launch_bounds__(kMatmulWarps * kQ8Warp)
   const int lane = threadIdx.x % kQ8Warp;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kMatmulWarps + threadIdx.x / kQ8Warp;
   const int e = blockIdx.y;
-  if (row >= n_rows) return;
-  const uint8_t* wr = w + e * expert_bytes + row * w_stride;
-  const int32_t end = bounds[e + 1];
-  for (int32_t p = bounds[e]; p < end; p += NT) {
-    const int n_tok = min(NT, end - p);
-    int32_t xr[NT];
-    for (int i = 0; i < NT; ++i) xr[i] = i < n_tok ? order[p + i] / x_div : 0;
-    const MidSum r = mid_warp_row<Src, NT>(wr, units, x, x_stride, xr, n_tok, lane);
-    // The slot is read again rather than indexed out of xr: a register array stays in registers.
-    if (r.writes) y[static_cast<int64_t>(order[p + r.t]) * y_stride + row] = r.sum;
-  }
+  const int32_t p = bounds[e] + static_cast<int32_t>(blockIdx.z) * NT, end = bounds[e + 1];
+  if (row >= n_rows || p >= end) return;  // whole warps (the block's, for an empty pass)
+  const int n_tok = min(NT, end - p);
+  int32_t xr[NT];
+#pragma unroll
+  for (int i = 0; i < NT; ++i) xr[i] = i < n_tok ? order[p + i] / x_div : 0;
+  const MidSum r = mid_warp_row<Src, NT>(w + e * expert_bytes + row * w_stride, units, x, x_stride, xr, n_tok, lane);
+  // The slot is read again rather than indexed out of xr: a register array stays in registers.
+  if (r.writes) y[static_cast<int64_t>(order[p + r.t]) * y_stride + row] = r.sum;
 }
 
 // Scratch layout: [q8_1 activations][bounds: n_expert + 1][order: n_slots], each part a
 // multiple of 256 bytes.
 inline size_t mid_align(size_t n) { return (n + 255) / 256 * 256; }
-inline size_t mid_q8_bytes(const MatView& w, int64_t x_rows) {
-  return mid_align(matmul_scratch_bytes(w, x_rows));
-}
+inline size_t mid_q8_bytes(const MatView& w, int64_t x_rows) { return mid_align(matmul_scratch_bytes(w, x_rows)); }
 inline size_t matmul_id_scratch_bytes(const ExpertSet& e, int64_t x_rows, int64_t n_slots) {
   return mid_q8_bytes(e.w0, x_rows) + mid_align(static_cast<size_t>(e.n_expert + 1) * sizeof(int32_t)) +
          mid_align(static_cast<size_t>(n_slots) * sizeof(int32_t));
+}
+
+// f(std::integral_constant<int, NT>) for the slots per pass: the smallest power of two that
+// covers n_slots, at most kMaxSlotsPerPass (no wider kernel is instantiated).
+template <class F>
+void mid_with_slots_per_pass(int64_t n_slots, F&& f) {
+  if (n_slots <= 2) return f(std::integral_constant<int, 2>{});
+  if (n_slots <= 4) return f(std::integral_constant<int, 4>{});
+  if (n_slots <= 8) return f(std::integral_constant<int, 8>{});
+  static_assert(kMaxSlotsPerPass == 16);
+  f(std::integral_constant<int, 16>{});
 }
 
 // The grouped path's slot lists, in the scratch after the activations.
@@ -153,9 +163,11 @@ void launch_matmul_id_src(const ExpertSet& e, const typename Src::Act* x, int64_
   }
   EMBER_LAUNCH(moe_group_kernel, dim3(1), kMoeGroupThreads, 0, s, ids, n_slots, e.n_expert, g.bounds, g.order);
   // Passes as wide as the busiest expert could need, at most kMaxSlotsPerPass slots.
-  mm_with_tokens_per_pass(std::min<int64_t>(n_slots, kMaxSlotsPerPass), [&](auto nt) {
+  mid_with_slots_per_pass(n_slots, [&](auto nt) {
     constexpr int NT = decltype(nt)::value;
-    EMBER_LAUNCH((matmul_id_grouped_kernel<Src, NT>), dim3(row_blocks, static_cast<unsigned>(e.n_expert)),
+    // Passes for the worst case, one expert holding every slot; the others' extra blocks exit.
+    const auto passes = static_cast<unsigned>((n_slots + NT - 1) / NT);
+    EMBER_LAUNCH((matmul_id_grouped_kernel<Src, NT>), dim3(row_blocks, static_cast<unsigned>(e.n_expert), passes),
                  kMatmulWarps * kQ8Warp, 0, s, wd, e.expert_bytes, w.row_stride, w.rows, units, x, x_stride, x_div,
                  static_cast<const int32_t*>(g.bounds), static_cast<const int32_t*>(g.order), y.data, y.stride);
   });
@@ -171,7 +183,7 @@ inline void check_matmul_id_args(const ExpertSet& e, const MatView& x, int64_t n
   if (x.rows != n_slots && x.rows * n_used != n_slots)
     fail(ErrorKind::InvalidArgument, "cuda matmul_id: {} rows of x for {} slots of {} experts", x.rows, n_slots, n_used);
   if (y.rows != n_slots) fail(ErrorKind::InvalidArgument, "cuda matmul_id: y has {} rows for {} slots", y.rows, n_slots);
-  if (n_slots > (int64_t{1} << 30)) fail(ErrorKind::InvalidArgument, "cuda matmul_id: {} slots are too many", n_slots);
+  if (n_slots > int64_t{65535} * 2) fail(ErrorKind::InvalidArgument, "cuda matmul_id: {} slots are too many", n_slots);
 }
 
 // y (n_slots = x.rows or x.rows * n_used rows) = matmul_id(experts, x, ids); ids a device
