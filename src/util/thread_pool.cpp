@@ -39,7 +39,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   }
   job_ = &fn;
   pending_.store(n_threads_ - 1, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.fetch_add(generation_.load(std::memory_order_relaxed) % 2 == 0 ? 2 : 1, std::memory_order_acq_rel);
   generation_.notify_all();
   fn(0, n_threads_);
   // Wait for the workers: they usually finish within the same op, so spin first; on an
@@ -57,6 +57,50 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   job_ = nullptr;
 }
 
+void ThreadPool::for_each_index(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  if (n_threads_ == 1 || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  index_job_ = &fn;
+  n_indices_ = n;
+  next_index_.store(0, std::memory_order_relaxed);
+  open_.store(true, std::memory_order_seq_cst);  // publishes the job to the workers that see it open
+  generation_.fetch_add(generation_.load(std::memory_order_relaxed) % 2 == 1 ? 2 : 1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  claim_indices();
+  // Every index is claimed: close the job, then wait for the workers inside it. A worker
+  // counts itself in before it looks at open_, and the caller closes before it reads the
+  // count (both seq_cst), so a worker either is waited for or sees the job closed.
+  open_.store(false, std::memory_order_seq_cst);
+  int inside = inside_.load(std::memory_order_seq_cst);
+  for (int spin = 0; inside != 0 && spin < kSpinIterations; ++spin) {
+    EMBER_CPU_RELAX();
+    inside = inside_.load(std::memory_order_seq_cst);
+  }
+  while (inside != 0) {
+    inside_.wait(inside, std::memory_order_seq_cst);
+    inside = inside_.load(std::memory_order_seq_cst);
+  }
+  index_job_ = nullptr;
+}
+
+void ThreadPool::claim_indices() {
+  for (int64_t i = next_index_.fetch_add(1, std::memory_order_relaxed); i < n_indices_;
+       i = next_index_.fetch_add(1, std::memory_order_relaxed))
+    (*index_job_)(i);
+}
+
+void ThreadPool::join_index_job() {
+  inside_.fetch_add(1, std::memory_order_seq_cst);
+  // Open: the job the caller published is still being claimed (whichever generation this
+  // worker woke for: a later job's state is complete once it is open, and its caller waits
+  // for this worker too). Closed: nothing left to do.
+  if (open_.load(std::memory_order_seq_cst)) claim_indices();
+  if (inside_.fetch_sub(1, std::memory_order_seq_cst) == 1) inside_.notify_one();
+}
+
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
@@ -66,10 +110,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void
     fn(0, n);
     return;
   }
-  run([&](int ith, int) {
-    if (ith >= parts) return;
-    int64_t begin = n * ith / parts;
-    int64_t end = n * (ith + 1) / parts;
+  for_each_index(parts, [&](int64_t part) {
+    const int64_t begin = n * part / parts, end = n * (part + 1) / parts;
     if (begin < end) fn(begin, end);
   });
 }
@@ -88,6 +130,10 @@ void ThreadPool::worker_loop(int ith) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
+    if (gen % 2 == 1) {
+      join_index_job();
+      continue;
+    }
     (*job_)(ith, n_threads_);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }

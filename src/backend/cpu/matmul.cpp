@@ -2,7 +2,6 @@
 // prepares the activations (8-bit quantization for the integer kernels) and splits the
 // output over the thread pool.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <cstdint>
 #include <vector>
@@ -168,19 +167,17 @@ struct MatmulJob {
   }
 };
 
-// Runs the jobs' chunks, in order, on all threads, each thread taking the next chunk left.
+// Runs the jobs' chunks on all threads, each thread taking the next chunk left (in order:
+// chunk numbers run through the jobs one after another).
 void run_jobs(ThreadPool& pool, const MatmulJob* jobs, int n_jobs) {
-  int64_t total = 0;
-  for (int j = 0; j < n_jobs; ++j) total += jobs[j].n_chunks;
-  std::atomic<int64_t> next_chunk{0};
-  pool.run([&](int, int) {
-    int job = 0;
-    int64_t job_start = 0;  // chunks of the jobs before `job`; chunk numbers only grow
-    for (int64_t ch = next_chunk.fetch_add(1, std::memory_order_relaxed); ch < total;
-         ch = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-      while (ch >= job_start + jobs[job].n_chunks) job_start += jobs[job++].n_chunks;
-      jobs[job].run_chunk(ch - job_start);
-    }
+  thread_local std::vector<int64_t> first_chunk;  // of each job, then the total
+  first_chunk.resize(static_cast<size_t>(n_jobs) + 1);
+  first_chunk[0] = 0;
+  for (int j = 0; j < n_jobs; ++j) first_chunk[j + 1] = first_chunk[j] + jobs[j].n_chunks;
+  const int64_t* first = first_chunk.data();  // a pointer: inside the workers `first_chunk` is their own
+  pool.for_each_index(first[n_jobs], [&](int64_t ch) {
+    const int job = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, ch) - first) - 1;
+    jobs[job].run_chunk(ch - first[job]);
   });
 }
 
