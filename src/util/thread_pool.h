@@ -1,6 +1,9 @@
 // A persistent pool of worker threads for the CPU ops. A decode step runs hundreds of ops,
 // so dispatch must be cheap: workers spin briefly on a generation counter before sleeping
 // (std::atomic::wait, a futex on Linux), and the calling thread does a share of the work.
+// On a busy machine a worker may wake a time slice late: the ops therefore run on
+// for_each_index, where the threads that are there claim the work and a late one skips it,
+// rather than on run(), whose every call waits for every thread.
 #pragma once
 #include <atomic>
 #include <cstdint>
