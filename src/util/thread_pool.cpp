@@ -103,6 +103,19 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   job_ = nullptr;
 }
 
+void ThreadPool::for_each_index(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  if (n_threads_ == 1 || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  run([&](int, int) {
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed))
+      fn(i);
+  });
+}
+
 void ThreadPool::parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);

@@ -32,6 +32,11 @@ class ThreadPool {
   // fine). Not reentrant: ops must not call run() from inside fn.
   void run(const std::function<void(int ith, int nth)>& fn);
 
+  // Runs fn(i) once for every i in [0, n), each thread that runs a share of the call claiming
+  // the next index from a shared counter (work stealing within one run()), so uneven items
+  // balance and fn must not depend on which thread runs an index. Not reentrant either.
+  void for_each_index(int64_t n, const std::function<void(int64_t i)>& fn);
+
   // Splits [0, n) into size() contiguous ranges, at least `grain` items each, and runs
   // fn(begin, end) on them in parallel.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);

@@ -27,7 +27,6 @@
 // query skip the per-element mask. Paged caches (KVView::blocks) place every tile inside one
 // block, so a tile's rows stay contiguous.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -440,13 +439,9 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
     plan.partial = partial.data();
   }
 
-  std::atomic<int64_t> next{0};
-  const int64_t n_items = plan.items();
-  pool.run([&](int, int) {
+  pool.for_each_index(plan.items(), [&](int64_t item) {
     thread_local Scratch scratch;
-    for (int64_t item = next.fetch_add(1, std::memory_order_relaxed); item < n_items;
-         item = next.fetch_add(1, std::memory_order_relaxed))
-      run_item(plan, item, scratch);
+    run_item(plan, item, scratch);
   });
   if (plan.split_items) merge_splits(pool, plan);
 }

@@ -2,7 +2,6 @@
 // prepares the activations (8-bit quantization for the integer kernels) and splits the
 // output over the thread pool.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <cstdint>
 #include <vector>
@@ -162,19 +161,17 @@ struct MatmulJob {
   }
 };
 
-// Runs the jobs' chunks, in order, on all threads, each thread taking the next chunk left.
+// Runs the jobs' chunks on all threads, each thread taking the next chunk left (in order:
+// chunk numbers run through the jobs one after another).
 void run_jobs(ThreadPool& pool, const MatmulJob* jobs, int n_jobs) {
-  int64_t total = 0;
-  for (int j = 0; j < n_jobs; ++j) total += jobs[j].n_chunks;
-  std::atomic<int64_t> next_chunk{0};
-  pool.run([&](int, int) {
-    int job = 0;
-    int64_t job_start = 0;  // chunks of the jobs before `job`; chunk numbers only grow
-    for (int64_t ch = next_chunk.fetch_add(1, std::memory_order_relaxed); ch < total;
-         ch = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-      while (ch >= job_start + jobs[job].n_chunks) job_start += jobs[job++].n_chunks;
-      jobs[job].run_chunk(ch - job_start);
-    }
+  thread_local std::vector<int64_t> first_chunk;  // of each job, then the total
+  first_chunk.resize(static_cast<size_t>(n_jobs) + 1);
+  first_chunk[0] = 0;
+  for (int j = 0; j < n_jobs; ++j) first_chunk[j + 1] = first_chunk[j] + jobs[j].n_chunks;
+  const int64_t* first = first_chunk.data();  // a pointer: inside the workers `first_chunk` is their own
+  pool.for_each_index(first[n_jobs], [&](int64_t ch) {
+    const int job = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, ch) - first) - 1;
+    jobs[job].run_chunk(ch - first[job]);
   });
 }
 
@@ -210,9 +207,11 @@ namespace {
 // The rows of a matmul_id call in expert order: rows [start[e], start[e+1]) of the sorted
 // order use expert e, and sorted row i is output row order[i] (t*n_used + j). A counting
 // sort, stable, so each expert's rows keep their order.
+// position is the inverse: output row r is sorted row position[r].
 struct ExpertBuckets {
-  std::vector<int64_t> start, order;
-  ExpertBuckets(const int32_t* ids, int64_t n_rows, int64_t n_expert) : start(n_expert + 1, 0), order(n_rows) {
+  std::vector<int64_t> start, order, position;
+  ExpertBuckets(const int32_t* ids, int64_t n_rows, int64_t n_expert)
+      : start(n_expert + 1, 0), order(n_rows), position(n_rows) {
     for (int64_t i = 0; i < n_rows; ++i) {
       if (ids[i] < 0 || ids[i] >= n_expert)
         fail(ErrorKind::InvalidArgument, "matmul_id: expert id {} out of range (0..{})", ids[i], n_expert - 1);
@@ -221,8 +220,44 @@ struct ExpertBuckets {
     for (int64_t e = 0; e < n_expert; ++e) start[e + 1] += start[e];
     std::vector<int64_t> next(start.begin(), start.end() - 1);
     for (int64_t i = 0; i < n_rows; ++i) order[next[ids[i]]++] = i;
+    for (int64_t i = 0; i < n_rows; ++i) position[order[i]] = i;
   }
 };
+
+// The activations of a matmul_id call in expert order, in one format: sorted row i holds x's
+// row for output row order[i] (its token's row when the slots share x), prepared as any
+// matmul's (f32 copied, else quantized). A shared row is prepared once, then copied to its
+// other slots, so a token costs one quantization whatever n_used; each row is prepared on its
+// own, so its bits do not depend on its neighbours (batch invariance).
+PreparedActivations prepare_expert_activations(ThreadPool& pool, cpu::ActFormat format, const MatView& x,
+                                               const ExpertBuckets& buckets, int n_used) {
+  thread_local std::vector<uint8_t> buffers[kActFormats];
+  std::vector<uint8_t>& act = buffers[static_cast<int>(format)];
+  const int64_t n_rows = static_cast<int64_t>(buckets.order.size()), n_tokens = n_rows / n_used;
+  const bool per_slot = x.rows == n_rows;
+  const size_t row_bytes = cpu::act_row_bytes(format, x.cols);
+  act.resize(row_bytes * static_cast<size_t>(n_rows));
+  uint8_t* act_data = act.data();  // a pointer: inside the workers `act` names their own buffer
+  const auto prepare = [&](const void* src, uint8_t* dst) {
+    if (format == cpu::ActFormat::F32)
+      std::memcpy(dst, src, row_bytes);
+    else
+      cpu::quantize_act_row(format, static_cast<const float*>(src), dst, x.cols);
+  };
+  pool.parallel_for(n_tokens, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const uint8_t* first = act_data + buckets.position[t * n_used] * row_bytes;
+      for (int j = 0; j < n_used; ++j) {
+        uint8_t* dst = act_data + buckets.position[t * n_used + j] * row_bytes;
+        if (per_slot || j == 0)
+          prepare(x.row(per_slot ? t * n_used + j : t), dst);
+        else
+          std::memcpy(dst, first, row_bytes);
+      }
+    }
+  });
+  return {act_data, row_bytes};
+}
 
 void validate_id(const ExpertTarget& t, const MatView& x, int n_used) {
   if (t.experts.empty() || n_used <= 0 || t.y.rows % n_used != 0)
@@ -250,17 +285,8 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
   if (n_rows == 0) return;
   const ExpertBuckets buckets(ids, n_rows, n_expert);
 
-  // The input rows in expert order, then quantized once per format like any matmul's: each
-  // row is quantized on its own, so its bits do not depend on its neighbours.
-  thread_local std::vector<float> xs, ys[kMaxTargets];
-  xs.resize(static_cast<size_t>(n_rows * x.cols));
-  const bool per_slot = x.rows == n_rows;
-  for (int64_t i = 0; i < n_rows; ++i) {
-    const int64_t r = per_slot ? buckets.order[i] : buckets.order[i] / n_used;
-    std::memcpy(&xs[i * x.cols], x.row(r), static_cast<size_t>(x.cols) * sizeof(float));
-  }
-  const MatView xv{DType::F32, x.cols, n_rows, static_cast<size_t>(x.cols) * sizeof(float), xs.data()};
-
+  // Each target's outputs in expert order, copied to their rows at the end.
+  thread_local std::vector<float> ys[kMaxTargets];
   PreparedActivations act[kActFormats];
   thread_local std::vector<MatmulJob> jobs;  // reused: a job is 1 KiB, a call up to 2 per expert
   jobs.clear();
@@ -269,13 +295,16 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
     const int64_t cols = t.experts[0].rows;
     std::vector<float>& y = ys[ti++];
     y.resize(static_cast<size_t>(n_rows * cols));
+    // Every variant of a type reads one activation format: each token is quantized once,
+    // straight into expert order.
+    const cpu::ActFormat format = pick_kernel(t.experts[0], 1).act;
+    const int f = static_cast<int>(format);
+    if (!act[f].data) act[f] = prepare_expert_activations(pool, format, x, buckets, n_used);
     for (int64_t e = 0; e < n_expert; ++e) {
       const int64_t r0 = buckets.start[e], n = buckets.start[e + 1] - r0;
       if (n == 0) continue;
-      // Each expert's variant follows the regime of its own rows (all read one format).
+      // Each expert's variant follows the regime of its own rows.
       const KernelPlan kernel = pick_kernel(t.experts[e], n);
-      const int f = static_cast<int>(kernel.act);
-      if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, xv);
       const PreparedActivations a{act[f].data + r0 * act[f].stride, act[f].stride};
       jobs.emplace_back(kernel, t.experts[e], a, F32Mat{y.data() + r0 * cols, cols, n, cols}, n, pool.size());
     }
