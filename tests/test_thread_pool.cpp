@@ -2,8 +2,8 @@
 // returns, whichever thread takes it (the caller takes the shares no worker has started);
 // for_each_index runs each index once, whatever the mix of calls in a row and however many
 // more threads than cores (late workers then meet later jobs); parallel_for covers its range
-// once; workers that went to sleep wake for the next run; a pool is destroyed cleanly whether
-// its workers spin or sleep.
+// once; workers that went to sleep wake for the next run; a
+// pool is destroyed cleanly whether its workers spin or sleep.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -71,31 +71,6 @@ TEST_CASE("thread pool: parallel_for covers the range once") {
         for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
       });
       for (int64_t i = 0; i < n; ++i) REQUIRE(hits[static_cast<size_t>(i)].load() == 1);
-using namespace ember;
-
-TEST_CASE("for_each_index runs every index exactly once, between run() and parallel_for calls") {
-  for (int n_threads : {1, 2, 3, 8}) {
-    ThreadPool pool(n_threads);
-    for (int rep = 0; rep < 300; ++rep) {
-      const int64_t n = rep % 7 == 0 ? 0 : (rep * 37) % 301;
-      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-      pool.for_each_index(n, [&](int64_t i) { hits[i].fetch_add(1, std::memory_order_relaxed); });
-      for (int64_t i = 0; i < n; ++i) REQUIRE_MESSAGE(hits[i].load() == 1, "threads ", n_threads, " n ", n, " index ", i);
-
-      if (rep % 3 == 0) {  // a run() in between: every thread exactly once
-        std::vector<std::atomic<int>> seen(static_cast<size_t>(n_threads));
-        pool.run([&](int ith, int nth) {
-          CHECK(nth == n_threads);
-          seen[ith].fetch_add(1, std::memory_order_relaxed);
-        });
-        for (int t = 0; t < n_threads; ++t) REQUIRE(seen[t].load() == 1);
-      }
-      std::vector<std::atomic<int>> covered(static_cast<size_t>(n));
-      pool.parallel_for(n, 4, [&](int64_t begin, int64_t end) {
-        CHECK(begin < end);
-        for (int64_t i = begin; i < end; ++i) covered[i].fetch_add(1, std::memory_order_relaxed);
-      });
-      for (int64_t i = 0; i < n; ++i) REQUIRE(covered[i].load() == 1);
     }
   }
 }
@@ -124,6 +99,36 @@ TEST_CASE("thread pool: destroyed right after runs the caller finished alone") {
       REQUIRE(calls.load() == 3);
     }
     if (i % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+TEST_CASE("for_each_index runs every index exactly once, between run() and parallel_for calls") {
+  for (int n_threads : {1, 2, 3, 8}) {
+    ThreadPool pool(n_threads);
+    for (int rep = 0; rep < 300; ++rep) {
+      const int64_t n = rep % 7 == 0 ? 0 : (rep * 37) % 301;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      pool.for_each_index(n, [&](int64_t i) { hits[i].fetch_add(1, std::memory_order_relaxed); });
+      for (int64_t i = 0; i < n; ++i) REQUIRE_MESSAGE(hits[i].load() == 1, "threads ", n_threads, " n ", n, " index ", i);
+
+      if (rep % 3 == 0) {  // a run() in between: every thread exactly once
+        std::vector<std::atomic<int>> seen(static_cast<size_t>(n_threads));
+        pool.run([&](int ith, int nth) {
+          CHECK(nth == n_threads);
+          seen[ith].fetch_add(1, std::memory_order_relaxed);
+        });
+        for (int t = 0; t < n_threads; ++t) REQUIRE(seen[t].load() == 1);
+      }
+      std::vector<std::atomic<int>> covered(static_cast<size_t>(n));
+      pool.parallel_for(n, 4, [&](int64_t begin, int64_t end) {
+        CHECK(begin < end);
+        for (int64_t i = begin; i < end; ++i) covered[i].fetch_add(1, std::memory_order_relaxed);
+      });
+      for (int64_t i = 0; i < n; ++i) REQUIRE(covered[i].load() == 1);
+    }
+  }
+}
+
 TEST_CASE("for_each_index: the results are complete when the call returns, whoever ran them") {
   ThreadPool pool(4);
   std::vector<int64_t> out(1000);
