@@ -31,7 +31,7 @@ class CudaBackend final : public Backend {
       : kind_(kind), rt_(device_runtime(kind)), k_(device_kernels(kind)), stream_(rt_.create_stream()),
         graphs_(rt_, stream_, graphs_enabled()), step_ints_(rt_, generation_), matmul_ws_(rt_, generation_),
         normed_q8_(rt_, generation_), attention_ws_(rt_, generation_), logits_(rt_, generation_),
-        rerope_(rt_, generation_) {}
+        rerope_(rt_, generation_), moe_ws_(rt_, generation_) {}
   ~CudaBackend() override {
     graphs_.abandon();
     rt_.destroy_stream(stream_);
@@ -118,9 +118,51 @@ class CudaBackend final : public Backend {
   void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows, const int32_t* rows,
                    int64_t n, int head_dim, int32_t delta, const RopeParams& p) override;
 
+  // Mixture of experts: ids and weights stay in device memory (no host synchronisation).
+  void moe_route(const F32Mat& logits, const MoeRouting& r, int32_t* ids, float* weights) override {
+    Signature sig(static_cast<uint64_t>(Op::MoeRoute));
+    if (replayed_signed(sign(sign(sign(sig, logits), r.selection_bias), r.n_used) << ids << weights)) return;
+    k_.moe_route(as_view(logits), r, ids, weights, stream_);
+  }
+  void gated_up_id(Activation act, std::span<const MatView> w_gate, std::span<const MatView> w_up,
+                   const MatmulInput& in, const int32_t* ids, int n_used, F32Mat gate, F32Mat up,
+                   F32Mat out) override {
+    Signature sig(static_cast<uint64_t>(Op::GatedUpId));
+    sign(sign(sign(sign(sign(sign(sig, w_gate[0]), w_up[0]), in), gate), up), out) << ids;
+    if (replayed_signed(sig << static_cast<uint64_t>(act) << static_cast<uint64_t>(n_used))) return;
+    const ExpertSet g = expert_set(w_gate), u = expert_set(w_up);
+    const MatView x = matmul_input(in, is_quantised(g.w0.type) && is_quantised(u.w0.type));
+    enqueue_matmul_id(g, x, ids, n_used, gate);
+    enqueue_matmul_id(u, x, ids, n_used, up);
+    k_.glu(act, as_view(gate), as_view(up), out, stream_);
+  }
+  void matmul_id(std::span<const MatView> experts, const MatView& x, const int32_t* ids, int n_used,
+                 F32Mat y) override {
+    Signature sig(static_cast<uint64_t>(Op::MatmulId));
+    if (replayed_signed(sign(sign(sign(sig, experts[0]), x), y) << ids << static_cast<uint64_t>(n_used))) return;
+    enqueue_matmul_id(expert_set(experts), x, ids, n_used, y);
+  }
+  // gpt-oss's expert biases, and the gated unit between its biased gate/up and down.
+  void add_id(F32Mat a, const MatView& bias, const int32_t* ids) override {
+    Signature sig(static_cast<uint64_t>(Op::AddId));
+    if (replayed_signed(sign(sign(sig, a), bias) << ids)) return;
+    k_.add_id(a, bias, ids, stream_);
+  }
+  void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) override {
+    Signature sig(static_cast<uint64_t>(Op::Glu));
+    if (replayed_signed(sign(sign(sign(sig, gate), up), out) << static_cast<uint64_t>(act))) return;
+    k_.glu(act, gate, up, out, stream_);
+  }
+  void moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
+                   const MatView& shared_gate, F32Mat out) override {
+    Signature sig(static_cast<uint64_t>(Op::MoeCombine));
+    if (replayed_signed(sign(sign(sign(sign(sig, experts), shared), shared_gate), out) << weights)) return;
+    k_.moe_combine(experts, weights, n_used, shared, shared_gate, out, stream_);
+  }
+
  private:
   enum class Op : uint64_t { Embed = 1, RmsNorm, Add, Matmul, MatmulSameInput, GatedUp, RopeStoreKV, Attention,
-                             GatherOut, Softcap };
+                             GatherOut, Softcap, MoeRoute, GatedUpId, MatmulId, MoeCombine, AddId, Glu };
   static bool is_quantised(DType t) { return t != DType::F32 && t != DType::F16 && t != DType::BF16; }
 
   static Signature& sign(Signature& s, const MatView& m) {
@@ -163,6 +205,22 @@ class CudaBackend final : public Backend {
     void* ws = reserve(matmul_ws_, k_.matmul_scratch_bytes(w, x.rows));
     k_.matmul(w, x, y, ws, stream_);
   }
+  // The experts of one 3-D tensor, which the weight store uploaded evenly spaced.
+  static ExpertSet expert_set(std::span<const MatView> experts) {
+    if (experts.empty()) fail(ErrorKind::Internal, "cuda matmul_id: no experts");
+    ExpertSet e{experts[0], 0, static_cast<int>(experts.size())};
+    const auto* base = static_cast<const uint8_t*>(experts[0].data);
+    if (experts.size() > 1) e.expert_bytes = static_cast<size_t>(static_cast<const uint8_t*>(experts[1].data) - base);
+    for (size_t i = 0; i < experts.size(); ++i)
+      if (experts[i].data != base + i * e.expert_bytes || experts[i].type != e.w0.type ||
+          experts[i].rows != e.w0.rows || experts[i].cols != e.w0.cols || experts[i].row_stride != e.w0.row_stride)
+        fail(ErrorKind::Internal, "cuda matmul_id: expert {} is not one slice of its tensor", i);
+    return e;
+  }
+  void enqueue_matmul_id(const ExpertSet& e, const MatView& x, const int32_t* ids, int n_used, F32Mat y) {
+    void* ws = reserve(moe_ws_, k_.matmul_id_scratch_bytes(e, x.rows, y.rows));
+    k_.matmul_id(e, x, ids, n_used, y, ws, stream_);
+  }
   // The matmuls' input: for quantised weights the q8_1 activations of the normalised x come
   // straight from x (rms_norm fused into the quantisation, no f32 round trip); float
   // weights read the normalised rows, computed into in.normed first.
@@ -183,7 +241,7 @@ class CudaBackend final : public Backend {
   Stream stream_;
   uint64_t generation_ = 0;  // counts reallocations of memory a graph may point to
   StepGraphs graphs_;
-  GrowingBuffer step_ints_, matmul_ws_, normed_q8_, attention_ws_, logits_, rerope_;
+  GrowingBuffer step_ints_, matmul_ws_, normed_q8_, attention_ws_, logits_, rerope_, moe_ws_;
   const StepKV* kv_ = nullptr;
   StagedStep step_;
   const int32_t* dev_step_ = nullptr;  // step_.ints on the device

@@ -63,6 +63,14 @@ inline DevKV dev_kv(const KVView& v, const int32_t* table, int64_t capacity_bloc
   return d;
 }
 
+// The experts of one 3-D weight tensor as matmul_id reads them: expert e is w0 with data at
+// w0.data + e * expert_bytes (cuda/weight_store.cpp uploads a tensor's experts so).
+struct ExpertSet {
+  MatView w0;               // expert 0: type, shape, row stride, device data
+  size_t expert_bytes = 0;  // from one expert's data to the next
+  int n_expert = 0;
+};
+
 class Kernels {
  public:
   virtual ~Kernels() = default;
@@ -112,6 +120,21 @@ class Kernels {
                                          int64_t capacity) const = 0;
   virtual void attention(const MatView& q, const int32_t* q_pos, const DevRuns& runs, const DevKV& kv,
                          const AttentionParams& p, F32Mat out, void* scratch, Stream s) const = 0;
+
+  // Mixture of experts (matmul_id.cuh, moe.cuh); ids and weights are device arrays.
+  // ops::moe_route of the router logits; r.selection_bias, when set, is device memory.
+  virtual void moe_route(const MatView& logits, const MoeRouting& r, int32_t* ids, float* weights,
+                         Stream s) const = 0;
+  // y = ops::matmul_id(experts, x, ids, n_used) with y.rows slots (x.rows or x.rows * n_used);
+  // x as for matmul; scratch holds matmul_id_scratch_bytes(e, x.rows, y.rows).
+  virtual size_t matmul_id_scratch_bytes(const ExpertSet& e, int64_t x_rows, int64_t n_slots) const = 0;
+  virtual void matmul_id(const ExpertSet& e, const MatView& x, const int32_t* ids, int n_used, F32Mat y, void* scratch,
+                         Stream s) const = 0;
+  // out = act(gate) * up, element by element (ops::glu).
+  virtual void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out, Stream s) const = 0;
+  // ops::moe_combine (weights a device array).
+  virtual void moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
+                           const MatView& shared_gate, F32Mat out, Stream s) const = 0;
 };
 
 // The kernels run on the CPU by cuda/cpu_exec (every build).

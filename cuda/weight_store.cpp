@@ -1,6 +1,7 @@
 // The CUDA backend's weights (backend/backend.h WeightStore): every tensor uploaded once at
 // load, in the file's row layout, which the kernels read.
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,20 @@ class CudaWeightStore final : public WeightStore {
   DeviceKind kind() const override { return kind_; }
   MatView prepare_matmul(const MatView& w) override { return upload_matrix(w); }
   MatView prepare_rows(const MatView& w) override { return upload_matrix(w); }
+  // One upload of the whole tensor: the slices are contiguous in the file.
+  std::vector<MatView> prepare_experts(std::span<const MatView> experts) override {
+    if (experts.empty()) return {};
+    const MatView& w0 = experts[0];
+    const size_t expert_bytes = static_cast<size_t>(w0.rows) * w0.row_stride;
+    const auto* host = static_cast<const uint8_t*>(w0.data);
+    for (size_t e = 0; e < experts.size(); ++e)
+      if (experts[e].data != host + e * expert_bytes || experts[e].layout != WeightLayout::Rows)
+        fail(ErrorKind::Internal, "cuda: expert {} is not the next slice of its tensor", e);
+    const auto* dev = static_cast<const uint8_t*>(upload(host, expert_bytes * experts.size()));
+    std::vector<MatView> out(experts.begin(), experts.end());
+    for (size_t e = 0; e < out.size(); ++e) out[e].data = dev + e * expert_bytes;
+    return out;
+  }
   const float* prepare_vector(const float* v, int64_t n) override {
     return static_cast<const float*>(upload(v, static_cast<size_t>(n) * sizeof(float)));
   }

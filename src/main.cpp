@@ -9,6 +9,12 @@
 int main(int argc, char** argv) {
   CLI::App app{"ember: run LLMs from GGUF files on the CPU or an NVIDIA GPU"};
   app.set_version_flag("--version", ember::cli::version_string());
+  app.footer(
+      "Environment: EMBER_SIMD=scalar|avx2|avx512 caps the CPU kernels' instruction set; "
+      "EMBER_KERNEL_CHOICE=auto|calibrate|widest: which packed kernel (AVX2 or AVX-512) runs per weight type "
+      "and regime (decode, batch, prefill): auto measures once per CPU and caches it in "
+      "$XDG_CACHE_HOME/ember/kernel-choice.json (~/.cache/ember/), calibrate measures again, widest skips "
+      "measuring (see README, \"Weights in memory\").");
   app.require_subcommand(1);
   app.fallthrough(false);
 

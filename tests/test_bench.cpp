@@ -145,6 +145,33 @@ TEST_CASE("a run's bandwidth reference is the best read pattern over the run, no
   // faster pattern in each window (30 and 30 GB/s) would give 30 GB/s, which no one read had.
   CHECK(segment_reference({{2, {10e9, 30e9}}, {6, {30e9, 20e9}}}) == doctest::Approx(8.0 / (2.0 / 30 + 6.0 / 20) * 1e9));
   CHECK(segment_reference({{2, {10e9, 30e9}}, {6, {30e9}}}) == 0.0);  // patterns must match
+  int best = 7;
+  segment_reference({{2, {10e9, 30e9}}, {6, {30e9, 20e9}}}, &best);
+  CHECK(best == 1);
+  segment_reference({{2, {30e9, 10e9}}, {6, {30e9, 20e9}}}, &best);
+  CHECK(best == 0);
+  segment_reference({{2, {10e9, 30e9}}, {6, {30e9}}}, &best);
+  CHECK(best == -1);  // no reference, no pattern
+}
+
+TEST_CASE("the bench notes and json name the read patterns that set the roofline") {
+  ember::eval::BenchRow row;
+  row.result.test = {0, 10, 0};
+  row.result.samples_ns = {1e9, 1e9, 1e9};
+  row.decode_bytes = 1000000000;
+  row.result.mem_bw_runs = {20e9, 20e9, 20e9};
+  row.result.mem_bw_patterns = {2, 0, 2};
+  row.bandwidth_patterns = {"one stream", "two streams", "decode's chunks"};
+  const std::string method = "best of 3 read patterns per run; set by: one stream (1 run), decode's chunks (2 runs)";
+  CHECK(row.bandwidth_method() == method);
+  CHECK(ember::eval::format_notes({row}).find("bandwidth probe: " + method) != std::string::npos);
+  ember::eval::BenchModelInfo info{"m.gguf", "llama 1B Q4_0", 1000, 2000};
+  const Json j = JsonParser(ember::eval::format_json(info, {row})).parse_document();
+  CHECK(j[0]["mem_bw_method"].str() == method);
+  row.bandwidth_patterns = {"device copy bandwidth"};  // one way to read: its name, no probe line
+  row.bandwidth_name = "device copy bandwidth";
+  CHECK(row.bandwidth_method() == "device copy bandwidth");
+  CHECK(ember::eval::format_notes({row}).find("bandwidth probe") == std::string::npos);
 }
 
 TEST_CASE("the json writer emits valid JSON that survives odd file names") {
@@ -188,6 +215,7 @@ TEST_CASE("ember bench -o json holds llama-bench's fields for pp and tg") {
   // the tg test reads the memory between its tokens: a reference for each run
   CHECK(j[1]["mem_bw_gbs"].num() > 0);
   CHECK(j[1]["roofline_pct"].num() > 0);
+  CHECK(j[1]["mem_bw_method"].str().rfind("best of 5 read patterns per run; set by: ", 0) == 0);
 }
 
 TEST_CASE("ember bench markdown has llama-bench's columns") {

@@ -82,6 +82,17 @@ struct Q8Rows {
     for (int t = 0; t < NT; ++t)
       if (t < n_tok) acc[t] += q8_dot<T>(w, x[t * x_stride + unit]);
   }
+  // step with token t's activations at row xr[t] of x (matmul_id.cuh), each sum as step forms it.
+  template <int NT>
+  __device__ __forceinline__ static void step_gather(const uint8_t* row, int64_t unit, const Act* x,
+                                                     int64_t x_stride, const int32_t (&xr)[NT], int n_tok,
+                                                     float (&acc)[NT]) {
+    Q8Sub w;
+    Q8Unpack<T>::load(row, unit, w);
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+      if (t < n_tok) acc[t] += q8_dot<T>(w, x[static_cast<int64_t>(xr[t]) * x_stride + unit]);
+  }
   // step on two rows against the same activations (fused_glu.cuh), each sum as step forms it.
   template <int NT>
   __device__ static void step2(const uint8_t* row_a, const uint8_t* row_b, int64_t unit, const Act* x,
@@ -118,6 +129,15 @@ struct FloatRows {
     const float w = mm_float_element<T>(row, unit);
     for (int t = 0; t < NT; ++t)
       if (t < n_tok) acc[t] = fmaf(w, x[t * x_stride + unit], acc[t]);
+  }
+  template <int NT>
+  __device__ __forceinline__ static void step_gather(const uint8_t* row, int64_t unit, const Act* x,
+                                                     int64_t x_stride, const int32_t (&xr)[NT], int n_tok,
+                                                     float (&acc)[NT]) {
+    const float w = mm_float_element<T>(row, unit);
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+      if (t < n_tok) acc[t] = fmaf(w, x[static_cast<int64_t>(xr[t]) * x_stride + unit], acc[t]);
   }
   template <int NT>
   __device__ static void step2(const uint8_t* row_a, const uint8_t* row_b, int64_t unit, const Act* x,

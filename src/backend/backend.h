@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "backend/kv_memory.h"
 #include "backend/kv_view.h"
@@ -37,7 +38,17 @@ class WeightStore {
   // A matrix whose rows get_rows reads (token embeddings).
   virtual MatView prepare_rows(const MatView& w) = 0;
   virtual const float* prepare_vector(const float* v, int64_t n) = 0;
+  // The experts of one 3-D tensor, in order, each a slice of it (model/weights.cpp). A
+  // device keeps them as one allocation, expert e at data + e * (bytes of one expert), so
+  // its kernels reach an expert by its id.
+  virtual std::vector<MatView> prepare_experts(std::span<const MatView> experts) {
+    std::vector<MatView> out;
+    for (const MatView& w : experts) out.push_back(prepare_matmul(w));
+    return out;
+  }
   virtual size_t copied_bytes() const = 0;  // of the weights, held outside the file mapping
+  // The matrices it repacked for the CPU kernels (what kernel calibration measures on).
+  virtual std::vector<MatView> repacked_matrices() const { return {}; }
   virtual std::string describe() const = 0;         // where: "cpu", "cuda:0 NVIDIA H200 (...)"
   virtual size_t memory_available() const = 0;      // bytes that copies may still take
 };

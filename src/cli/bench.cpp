@@ -17,6 +17,7 @@
 #include <map>
 
 #include "util/thread_pool.h"
+#include "backend/cpu/kernel_choice_setup.h"
 #include "backend/kv_types.h"
 #include "eval/bench_bandwidth.h"
 #include "cli/commands.h"
@@ -201,6 +202,7 @@ std::vector<eval::BenchRow> test_rows(const BenchArgs& a, const Model& model, co
     row.type_k = kv_type_name(co.k_type);
     row.type_v = kv_type_name(co.v_type);
     row.bandwidth_name = bandwidth.name();
+    row.bandwidth_patterns = bandwidth.pattern_names();
     if (t.n_gen > 0) {
       // Mean cache length over the decode steps: depth, then 0 .. n_gen - 1 new tokens.
       const int64_t mean_kv = t.n_depth + (t.n_gen - 1) / 2;
@@ -230,6 +232,9 @@ int run_bench(BenchArgs& a) {
   co.v_type = parse_kv_type(a.ctv, "-ctv");
   co.print_plan = false;
   ThreadPool pool(n_threads);
+  const cpu::KernelChoiceReport kernels =
+      cpu::choose_packed_kernels(pool, model->cpu_repacked_matrices(), cpu::default_kernel_choice_options());
+  for (const std::string& line : kernels.lines()) fmt::print(stderr, "bench: {}\n", line);
   if (!a.parallel.empty()) return run_parallel_bench(a, *model, pool, co, n_threads);
 
   const eval::BenchModelInfo info = describe_model(*model, std::filesystem::path(a.model).filename().string());

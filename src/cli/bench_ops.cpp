@@ -241,8 +241,11 @@ int run_bench_ops(const BenchOpsFlags& f) {
     ReadBandwidth bw = measure_read_bandwidth(pool, size_t{512} << 20, f.reps);
     fmt::print(
         "memory read bandwidth, {} thread{}: {:.1f} GB/s (min {:.1f}, max {:.1f}; {} MiB buffer); "
-        "by thread CPU time {:.1f} GB/s\n",
-        t, t > 1 ? "s" : "", bw.gb_per_s, bw.min_gb_per_s, bw.max_gb_per_s, bw.bytes >> 20, bw.cpu_time_gb_per_s);
+        "by thread CPU time {:.1f} GB/s; best read: {}\n",
+        t, t > 1 ? "s" : "", bw.gb_per_s, bw.min_gb_per_s, bw.max_gb_per_s, bw.bytes >> 20, bw.cpu_time_gb_per_s,
+        bw.pattern);
+    for (size_t i = 0; i < kReadPatterns.size(); ++i)
+      fmt::print("  {}: {:.1f} GB/s (median)\n", kReadPatterns[i].name, bw.pattern_gb_per_s[i]);
   }
 
   if (!f.no_matvec) {

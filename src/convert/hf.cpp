@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
+#include "convert/hf_experts.h"
+#include "convert/hf_sources.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
 #include "gguf/gguf_writer.h"
@@ -52,26 +55,6 @@ double get_double(const json::Value& c, const char* key, double fallback, const 
 int64_t unpermuted_row(int64_t r, int64_t head_dim) {
   const int64_t head = r / head_dim, within = r % head_dim;
   return head * head_dim + (within % 2) * (head_dim / 2) + within / 2;
-}
-
-// The checkpoint's tensors and where the language model's sit among them.
-struct HfTensors {
-  SafetensorsModel st;
-  std::string prefix;                  // "model.", or a multimodal model's language-model prefix
-  const SafeTensor* embed = nullptr;   // [n_vocab, n_embd]
-  const SafeTensor* lm_head = nullptr; // nullptr: tied
-};
-
-HfTensors open_tensors(const std::string& dir) {
-  HfTensors t{SafetensorsModel::open(dir), "", nullptr, nullptr};
-  for (const char* p : {"model.", "language_model.model.", "model.language_model."})
-    if (t.st.find(std::string(p) + "embed_tokens.weight")) t.prefix = p;
-  if (t.prefix.empty()) fail(ErrorKind::Format, "{}: no embed_tokens.weight tensor", dir);
-  t.embed = t.st.find(t.prefix + "embed_tokens.weight");
-  if (t.embed->shape.size() != 2) fail(ErrorKind::Format, "{}: embed_tokens.weight is not 2-D", dir);
-  for (const char* p : {"lm_head.weight", "language_model.lm_head.weight"})
-    if (!t.lm_head) t.lm_head = t.st.find(p);
-  return t;
 }
 
 // config.json's rope_scaling kind ("" when absent).
@@ -122,6 +105,7 @@ ModelShape read_shape(const ArchInfo& arch, const json::Value& config, const jso
   if (!tie) tie = json::find(config, "tie_word_embeddings");
   s.tied_embeddings = !t.lm_head || (tie && tie->is_boolean() ? json::as_bool(*tie) : arch.defaults.tied_embeddings);
   read_rope_scaling(c, s, src);
+  read_hf_experts(arch, c, s, src);
   return s;
 }
 
@@ -135,24 +119,6 @@ void write_rope_scaling(gguf::Writer& w, const std::string& arch, const json::Va
   } else if (kind != "default" && kind != "llama3" && kind != "yarn") {
     fail(ErrorKind::Unsupported, "{}: rope_scaling type '{}' does not convert yet", src, kind);
   }
-}
-
-// The checked HF tensor a GGUF tensor converts from.
-const SafeTensor& source_of(const TensorSpec& spec, const HfTensors& t, const std::string& dir) {
-  std::string hf;
-  if (spec.name == "token_embd.weight") hf = t.prefix + "embed_tokens.weight";
-  else if (spec.name == "output_norm.weight") hf = t.prefix + "norm.weight";
-  else if (spec.name == "output.weight") hf = t.lm_head->name;
-  else hf = fmt::format("{}layers.{}.{}", t.prefix, spec.layer, spec.block->hf_name);
-  const SafeTensor* st = t.st.find(hf);
-  if (!st) fail(ErrorKind::Format, "{}: tensor {} (for {}) is missing", dir, hf, spec.name);
-  std::vector<int64_t> want(spec.shape.rbegin(), spec.shape.rend());  // PyTorch order
-  if (st->shape != want)
-    fail(ErrorKind::Format, "{}: tensor {} has shape [{}], {} expects [{}]", dir, hf, fmt::join(st->shape, ", "),
-         spec.name, fmt::join(want, ", "));
-  if (st->dtype != "F32" && st->dtype != "F16" && st->dtype != "BF16")
-    fail(ErrorKind::Unsupported, "{}: tensor {} has dtype {}; only F32, F16 and BF16 convert", dir, hf, st->dtype);
-  return *st;
 }
 
 }  // namespace
@@ -185,14 +151,17 @@ ConvertStats convert_hf(const std::string& dir, const std::string& out_path, DTy
       ++stats.n_tensors;
       continue;
     }
-    const SafeTensor* t = &source_of(spec, tensors, dir);
+    const RowSources src = sources_of(spec, tensors, dir);
     const bool permute = arch.hf.permute_qk && (spec.role == TensorRole::AttnQ || spec.role == TensorRole::AttnK);
     const float add = spec.role == TensorRole::Norm ? arch.hf.norm_shift : 0.0f;
-    const int64_t cols = spec.shape[0];
+    const int64_t cols = spec.shape[0], rows_each = spec.shape.size() > 1 ? spec.shape[1] : 1;
+    // Routers stay F32, as llama.cpp's converter keeps ffn_gate_inp(_shexp).
+    const DType stored = spec.role == TensorRole::Router ? DType::F32 : type;
     quantize::add_encoded_tensor(
-        w, spec.name, spec.shape, type,
-        [t, cols, permute, add, hd](int64_t row, float* out) {
-          t->read_row(permute ? unpermuted_row(row, hd) : row, cols, out);
+        w, spec.name, spec.shape, stored,
+        [src, cols, rows_each, permute, add, hd](int64_t row, float* out) {
+          const int64_t r = row % rows_each;  // row r of expert row / rows_each
+          src.read(row / rows_each, permute ? unpermuted_row(r, hd) : r, cols, out);
           if (add != 0.0f)
             for (int64_t i = 0; i < cols; ++i) out[i] += add;
         },

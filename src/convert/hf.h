@@ -1,5 +1,6 @@
 // Hugging Face checkpoints (config.json, *.safetensors, tokenizer.json / tokenizer.model)
-// of the llama, qwen2, qwen3 and gemma3 families into GGUF files llama.cpp reads.
+// of the dense families (llama, qwen2, qwen3, gemma2, gemma3, phi3) and the mixture-of-experts
+// ones (qwen3moe, qwen2moe, mixtral, olmoe) into GGUF files llama.cpp reads.
 #pragma once
 #include <string>
 

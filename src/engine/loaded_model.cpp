@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cpu/kernel_choice_setup.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -24,6 +25,11 @@ LoadedModel load_model(const ModelSetup& setup) {
   }
   m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(m.model->gguf()));
   m.pool = std::make_unique<ThreadPool>(setup.n_threads > 0 ? setup.n_threads : ThreadPool::default_threads());
+  // Which packed kernel variant each regime uses, measured on this model's matrices once
+  // per CPU model and cached (backend/cpu/kernel_choice_setup.h).
+  cpu::KernelChoiceOptions choice = cpu::default_kernel_choice_options();
+  choice.verbose = setup.verbose;
+  cpu::choose_packed_kernels(*m.pool, m.model->cpu_repacked_matrices(), choice);
   ContextOptions context = setup.context;
   context.print_plan = setup.verbose;
   // Like llama.cpp, a context shift never drops the BOS token: --keep counts after it.

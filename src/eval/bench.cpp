@@ -158,15 +158,20 @@ BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptio
     timed_part();
     const Clock::time_point t1 = Clock::now();
     result.samples_ns.push_back(1e9 * (seconds_between(t0, t1) - excluded));
-    if (!segments.empty()) result.mem_bw_runs.push_back(segment_reference(segments));
+    if (segments.empty()) continue;
+    int pattern = -1;
+    result.mem_bw_runs.push_back(segment_reference(segments, &pattern));
+    result.mem_bw_patterns.push_back(pattern);
   }
   return result;
 }
 
-double segment_reference(const std::vector<DecodeSegment>& segments) {
+double segment_reference(const std::vector<DecodeSegment>& segments, int* best_pattern) {
+  if (best_pattern) *best_pattern = -1;
   if (segments.empty()) return 0.0;
   const size_t patterns = segments.front().bandwidth.size();
   double best = 0.0;
+  int best_p = -1;
   for (size_t p = 0; p < patterns; ++p) {
     double tokens = 0.0, roofline_seconds_per_byte = 0.0;
     for (const DecodeSegment& s : segments) {
@@ -175,8 +180,12 @@ double segment_reference(const std::vector<DecodeSegment>& segments) {
       tokens += s.tokens;
       roofline_seconds_per_byte += s.tokens / s.bandwidth[p];
     }
-    best = std::max(best, tokens / roofline_seconds_per_byte);
+    if (tokens / roofline_seconds_per_byte > best) {
+      best = tokens / roofline_seconds_per_byte;
+      best_p = static_cast<int>(p);
+    }
   }
+  if (best_pattern) *best_pattern = best_p;
   return best;
 }
 

@@ -33,6 +33,7 @@ struct BenchResult {
   // Runs of tests that generate, with BenchOptions::read_bandwidth: the memory read bandwidth
   // (bytes/s) paired with each run's decode (segment_reference).
   std::vector<double> mem_bw_runs;
+  std::vector<int> mem_bw_patterns;  // per run: the read pattern that set its reference
   double avg_ns() const;
   double stddev_ns() const;
   std::vector<double> samples_ts() const;  // tokens/second of each run
@@ -68,8 +69,9 @@ struct DecodeSegment {
 //   sum(tokens) / sum(tokens / bandwidth),
 // and the best pattern's rate: the run's share of the roofline is then the time the best
 // read needs over the time taken. (The best pattern over the run, not the best in each
-// window: that would measure lucky moments no read can choose.)
-double segment_reference(const std::vector<DecodeSegment>& segments);
+// window: that would measure lucky moments no read can choose.) `best_pattern`, when given,
+// receives that pattern's index (-1 with no reference).
+double segment_reference(const std::vector<DecodeSegment>& segments, int* best_pattern = nullptr);
 
 BenchResult run_bench_test(Context& ctx, const BenchTest& test, const BenchOptions& opt, bool add_bos, int32_t bos);
 

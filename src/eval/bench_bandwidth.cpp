@@ -15,6 +15,13 @@ BenchBandwidth::BenchBandwidth(DeviceKind device, ThreadPool& pool) : device_(de
 
 BenchBandwidth::~BenchBandwidth() = default;
 
+std::vector<std::string> BenchBandwidth::pattern_names() const {
+  if (device_ != DeviceKind::Cpu) return {name_};
+  std::vector<std::string> names;
+  for (const ReadPattern& p : kReadPatterns) names.emplace_back(p.name);
+  return names;
+}
+
 std::vector<double> BenchBandwidth::read(double seconds) {
   if (device_ == DeviceKind::Cpu) {
     if (!cpu_) {

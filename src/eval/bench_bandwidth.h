@@ -33,6 +33,8 @@ class BenchBandwidth {
   // Bytes/s of each read pattern over at least `seconds` (one pattern on a device).
   std::vector<double> read(double seconds);
   const std::string& name() const { return name_; }  // as the bench notes print it
+  // The names of the patterns read() returns rates of, in its order (one on a device).
+  std::vector<std::string> pattern_names() const;
 
  private:
   DeviceKind device_;

@@ -33,6 +33,18 @@ std::vector<double> BenchRow::roofline_pct_runs() const {
 
 double BenchRow::roofline_pct() const { return median(roofline_pct_runs()); }
 
+std::string BenchRow::bandwidth_method() const {
+  if (bandwidth_patterns.size() <= 1) return bandwidth_name;
+  std::vector<int> wins(bandwidth_patterns.size(), 0);
+  for (int p : result.mem_bw_patterns)
+    if (p >= 0 && static_cast<size_t>(p) < wins.size()) ++wins[static_cast<size_t>(p)];
+  std::vector<std::string> won;
+  for (size_t i = 0; i < wins.size(); ++i)
+    if (wins[i] > 0) won.push_back(fmt::format("{} ({} run{})", bandwidth_patterns[i], wins[i], wins[i] > 1 ? "s" : ""));
+  return fmt::format("best of {} read patterns per run; set by: {}", bandwidth_patterns.size(),
+                     won.empty() ? std::string("none") : fmt::format("{}", fmt::join(won, ", ")));
+}
+
 std::string llama_ftype_name(uint32_t ftype) {
   switch (ftype) {
     case 0: return "all F32";
@@ -126,6 +138,7 @@ std::string format_notes(const std::vector<BenchRow>& rows) {
                        "; {} {:.1f} GB/s -> roofline {:.1f} t/s; decode at {:.1f}% of it "
                        "(median over the runs, each against the bandwidth read between its tokens: {:.1f}%)",
                        r.bandwidth_name, r.mem_bw() / 1e9, r.roofline_ts(), r.roofline_pct(), fmt::join(r.roofline_pct_runs(), "%, "));
+        if (r.bandwidth_patterns.size() > 1) fmt::format_to(it, "\n  bandwidth probe: {}", r.bandwidth_method());
       }
       out += "\n";
     }
@@ -154,6 +167,7 @@ std::string format_json(const BenchModelInfo& m, const std::vector<BenchRow>& ro
     fmt::format_to(it, "    \"ttft_ms\": {:.3f},\n    \"decode_bytes_per_token\": {},\n", r.ttft_ms(), r.decode_bytes);
     fmt::format_to(it, "    \"mem_bw_gbs\": {:.3f},\n    \"roofline_ts\": {:.3f},\n    \"roofline_pct\": {:.2f}",
                    r.mem_bw() / 1e9, r.roofline_ts(), r.roofline_pct());
+    if (r.mem_bw() > 0) fmt::format_to(it, ",\n    \"mem_bw_method\": {}", json::quote(r.bandwidth_method()));
     if (r.speculative) {
       const BenchSpeculative& s = *r.speculative;
       fmt::format_to(it,

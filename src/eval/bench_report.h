@@ -36,6 +36,9 @@ struct BenchRow {
   std::string backend = "CPU";  // llama-bench's "backends" field: CPU, CUDA
   // What result.mem_bw_runs measured, as the notes name it.
   std::string bandwidth_name = "memory bandwidth";
+  // The names of the read patterns the reference took the best of (result.mem_bw_patterns
+  // index them); empty when the probe has one way to read.
+  std::vector<std::string> bandwidth_patterns;
   int n_threads = 0;
   int n_batch = 0;
   int n_ubatch = 0;
@@ -48,6 +51,9 @@ struct BenchRow {
   double roofline_ts() const; // mem_bw() / decode_bytes
   std::vector<double> roofline_pct_runs() const;  // each run's t/s against its own roofline, in %
   double roofline_pct() const;  // their median, 0 when not measured
+  // How the reference was read, for the notes and the json: "best of 5 read patterns per run;
+  // set by: decode's chunks, 2 streams each (3 runs), 2 streams per thread (2 runs)".
+  std::string bandwidth_method() const;
 };
 
 // "llama 1B Q4_0": architecture, a size label from the parameter count and the file type

@@ -22,6 +22,7 @@ namespace gguf { class File; class Writer; }
 class TensorBinder;
 class Step;
 struct ModelShape;
+struct MoeFamily;
 
 // How one layer attends, where families differ. The pre-norm families attend over the whole
 // context with the file's RoPE (default_attention); gemma3's local layers set their own.
@@ -84,12 +85,13 @@ enum class Dim {
 };
 
 // One tensor of every block: "blk.N.<name>" in the GGUF, "<prefix>layers.N.<hf_name>" in a
-// Hugging Face checkpoint.
+// Hugging Face checkpoint. A 3-D expert tensor stacks one HF tensor per expert: its hf_name
+// holds "{}" where the expert's number goes.
 struct BlockTensor {
   const char* name;     // e.g. "attn_q.weight"
   Dim ne0, ne1;         // ne0 (input / contiguous) first; ne1 = Dim::None for vectors
   TensorRole role;
-  const char* hf_name;  // e.g. "self_attn.q_proj.weight"
+  const char* hf_name;  // e.g. "self_attn.q_proj.weight", "mlp.experts.{}.up_proj.weight"
   Dim ne2 = Dim::None;  // Dim::Expert for 3-D expert tensors
 };
 
@@ -151,6 +153,9 @@ struct ArchInfo {
   const char* alias = nullptr;
   // The experts synth gives the family (0: dense).
   int64_t default_experts = 0, default_experts_used = 0;
+  // How the family's MoE layers route (model/moe.h), for `convert` to check a checkpoint's
+  // config against; nullptr: dense.
+  const MoeFamily* moe = nullptr;
 };
 
 // The architecture named `name`, or nullptr.

@@ -9,6 +9,8 @@
 //          attn_k_norm [n_embd], attn_output, ffn_norm, ffn_gate_inp,
 //          ffn_{gate,down,up}_exps [.., n_ff, n_expert]}, output_norm, output
 // Forward: PreNormDecoder (decoder.cpp) with full-row q/k norms and the MoE block (moe.cpp).
+// Hugging Face: OlmoeForCausalLM; Q/K rows as they are (HF's half-split RoPE is NEOX), experts
+//          stacked as qwen3moe's (norm_topk_prob must be false; clip_qkv does not convert).
 #include "gguf/gguf.h"
 #include "model/block_tensors.h"
 #include "model/decoder.h"
@@ -19,13 +21,15 @@
 namespace ember {
 namespace {
 
+constexpr MoeFamily kMoe{.gating = MoeGating::Softmax, .norm_weights = false, .width = ExpertWidth::Ff};
+
 void read_hparams(const gguf::File& file, Hparams& hp) {
   hp.rope_neox = true;
   // llama.cpp shapes attn_k_norm [n_embd]: the keys must be as wide as the model.
   if (hp.n_embd_k_gqa() != hp.n_embd)
     fail(ErrorKind::Unsupported, "{}: olmoe with {} key heads of {} (not {} wide) is not supported", file.source(),
          hp.n_head_kv, hp.head_dim, hp.n_embd);
-  read_moe_hparams(file, hp, {.gating = MoeGating::Softmax, .norm_weights = false, .width = ExpertWidth::Ff});
+  read_moe_hparams(file, hp, kMoe);
 }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
@@ -40,11 +44,12 @@ std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) {
 }
 
 using namespace block;
-inline constexpr BlockTensor kAttnQNormRow{"attn_q_norm.weight", QRows, None, Norm, nullptr};
-inline constexpr BlockTensor kAttnKNormRow{"attn_k_norm.weight", KvRows, None, Norm, nullptr};
+inline constexpr BlockTensor kAttnQNormRow{"attn_q_norm.weight", QRows, None, Norm, "self_attn.q_norm.weight"};
+inline constexpr BlockTensor kAttnKNormRow{"attn_k_norm.weight", KvRows, None, Norm, "self_attn.k_norm.weight"};
 constexpr BlockTensor kBlock[] = {kAttnNorm,     kAttnQ,      kAttnK,         kAttnV,         kAttnQNormRow,
                                   kAttnKNormRow, kAttnOutput, kFfnNorm,       kFfnGateInp,    kFfnGateExpsFf,
                                   kFfnDownExpsFf, kFfnUpExpsFf};
+constexpr const char* kHfClasses[] = {"OlmoeForCausalLM"};
 
 }  // namespace
 
@@ -54,9 +59,11 @@ extern const ArchInfo kArchOlmoe{
     .bind = bind,
     .file = {.block = kBlock},
     .defaults = {.rope_base = 10000.0f, .rms_eps = 1e-5f},
+    .hf = {.classes = kHfClasses},
     .quant = kMoeQuantRules,
     .default_experts = 8,
     .default_experts_used = 2,
+    .moe = &kMoe,
 };
 
 }  // namespace ember

@@ -9,6 +9,9 @@
 //          ffn_norm, ffn_gate_inp, ffn_{gate,down,up}_exps, ffn_gate_inp_shexp [n_embd],
 //          ffn_{gate,down,up}_shexp}, output_norm, output
 // Forward: PreNormDecoder (decoder.cpp) with the MoE block (moe.cpp).
+// Hugging Face: Qwen2MoeForCausalLM; experts stacked as qwen3moe's, the shared expert
+//          mlp.shared_expert.{gate,up,down}_proj and its gate mlp.shared_expert_gate
+//          (norm_topk_prob must be false).
 #include "model/block_tensors.h"
 #include "model/decoder.h"
 #include "model/moe.h"
@@ -16,9 +19,11 @@
 namespace ember {
 namespace {
 
+constexpr MoeFamily kMoe{.gating = MoeGating::Softmax, .norm_weights = false, .shared_expert = true};
+
 void read_hparams(const gguf::File& file, Hparams& hp) {
   hp.rope_neox = true;
-  read_moe_hparams(file, hp, {.gating = MoeGating::Softmax, .norm_weights = false, .shared_expert = true});
+  read_moe_hparams(file, hp, kMoe);
 }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) { return bind_prenorm_decoder(b, hp, false); }
@@ -28,6 +33,7 @@ constexpr BlockTensor kBlock[] = {kAttnNorm,       kAttnQ,        kAttnK,       
                                   kAttnKBias,      kAttnVBias,    kAttnOutput,   kFfnNorm,    kFfnGateInp,
                                   kFfnGateExps,    kFfnDownExps,  kFfnUpExps,    kFfnGateInpShexp,
                                   kFfnGateShexp,   kFfnDownShexp, kFfnUpShexp};
+constexpr const char* kHfClasses[] = {"Qwen2MoeForCausalLM"};
 
 }  // namespace
 
@@ -37,9 +43,11 @@ extern const ArchInfo kArchQwen2Moe{
     .bind = bind,
     .file = {.block = kBlock},
     .defaults = {.rope_base = 1000000.0f, .rms_eps = 1e-6f},
+    .hf = {.classes = kHfClasses},
     .quant = kMoeQuantRules,
     .default_experts = 8,
     .default_experts_used = 2,
+    .moe = &kMoe,
 };
 
 }  // namespace ember

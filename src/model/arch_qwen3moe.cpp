@@ -10,6 +10,8 @@
 //          ffn_{gate,up}_exps [n_embd, n_ff_exp, n_expert], ffn_down_exps [n_ff_exp, n_embd, n_expert]},
 //          output_norm, output (optional)
 // Forward: PreNormDecoder (decoder.cpp) with the MoE block (moe.cpp).
+// Hugging Face: Qwen3MoeForCausalLM; experts mlp.experts.E.{gate,up,down}_proj stacked, router
+//          mlp.gate (norm_topk_prob must be true).
 #include "model/block_tensors.h"
 #include "model/decoder.h"
 #include "model/moe.h"
@@ -17,9 +19,11 @@
 namespace ember {
 namespace {
 
+constexpr MoeFamily kMoe{.gating = MoeGating::Softmax, .norm_weights = true};
+
 void read_hparams(const gguf::File& file, Hparams& hp) {
   hp.rope_neox = true;
-  read_moe_hparams(file, hp, {.gating = MoeGating::Softmax, .norm_weights = true});
+  read_moe_hparams(file, hp, kMoe);
 }
 
 std::unique_ptr<ArchModel> bind(TensorBinder& b, const Hparams& hp) { return bind_prenorm_decoder(b, hp, true); }
@@ -28,6 +32,7 @@ using namespace block;
 constexpr BlockTensor kBlock[] = {kAttnNorm,   kAttnQ,      kAttnK,       kAttnV,     kAttnQNorm,
                                   kAttnKNorm,  kAttnOutput, kFfnNorm,     kFfnGateInp, kFfnGateExps,
                                   kFfnDownExps, kFfnUpExps};
+constexpr const char* kHfClasses[] = {"Qwen3MoeForCausalLM"};
 
 }  // namespace
 
@@ -37,9 +42,11 @@ extern const ArchInfo kArchQwen3Moe{
     .bind = bind,
     .file = {.block = kBlock, .writes_head_size = true},
     .defaults = {.rope_base = 1000000.0f, .rms_eps = 1e-6f},
+    .hf = {.classes = kHfClasses},
     .quant = kMoeQuantRules,
     .default_experts = 8,
     .default_experts_used = 2,
+    .moe = &kMoe,
 };
 
 }  // namespace ember

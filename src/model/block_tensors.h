@@ -33,18 +33,21 @@ inline constexpr BlockTensor kPreFfnNorm{"ffn_norm.weight", Embd, None, Norm, "p
 inline constexpr BlockTensor kPostFfnNorm{"post_ffw_norm.weight", Embd, None, Norm, "post_feedforward_layernorm.weight"};
 
 // Mixture of experts (model/moe.h). Experts are 3-D, [ne0, ne1, n_expert]; Hugging Face
-// keeps one 2-D tensor per expert (not converted yet: no hf_name). Families whose experts
-// are --ff wide (mixtral, olmoe) use the *Ff variants.
-inline constexpr BlockTensor kFfnGateInp{"ffn_gate_inp.weight", Embd, Expert, Router, nullptr};
-inline constexpr BlockTensor kFfnGateExps{"ffn_gate_exps.weight", Embd, FfExp, FfnGate, nullptr, Expert};
-inline constexpr BlockTensor kFfnDownExps{"ffn_down_exps.weight", FfExp, Embd, FfnDown, nullptr, Expert};
-inline constexpr BlockTensor kFfnUpExps{"ffn_up_exps.weight", Embd, FfExp, FfnUp, nullptr, Expert};
-inline constexpr BlockTensor kFfnGateExpsFf{"ffn_gate_exps.weight", Embd, Ff, FfnGate, nullptr, Expert};
-inline constexpr BlockTensor kFfnDownExpsFf{"ffn_down_exps.weight", Ff, Embd, FfnDown, nullptr, Expert};
-inline constexpr BlockTensor kFfnUpExpsFf{"ffn_up_exps.weight", Embd, Ff, FfnUp, nullptr, Expert};
-inline constexpr BlockTensor kFfnGateInpShexp{"ffn_gate_inp_shexp.weight", Embd, None, Router, nullptr};
-inline constexpr BlockTensor kFfnGateShexp{"ffn_gate_shexp.weight", Embd, FfShexp, FfnGate, nullptr};
-inline constexpr BlockTensor kFfnDownShexp{"ffn_down_shexp.weight", FfShexp, Embd, FfnDown, nullptr};
-inline constexpr BlockTensor kFfnUpShexp{"ffn_up_shexp.weight", Embd, FfShexp, FfnUp, nullptr};
+// keeps one 2-D tensor per expert, stacked in expert order as convert_hf_to_gguf does (the
+// names of qwen2moe, qwen3moe and olmoe; mixtral has its own). Families whose experts are
+// --ff wide (mixtral, olmoe) use the *Ff variants.
+inline constexpr BlockTensor kFfnGateInp{"ffn_gate_inp.weight", Embd, Expert, Router, "mlp.gate.weight"};
+inline constexpr BlockTensor kFfnGateExps{"ffn_gate_exps.weight", Embd, FfExp, FfnGate, "mlp.experts.{}.gate_proj.weight", Expert};
+inline constexpr BlockTensor kFfnDownExps{"ffn_down_exps.weight", FfExp, Embd, FfnDown, "mlp.experts.{}.down_proj.weight", Expert};
+inline constexpr BlockTensor kFfnUpExps{"ffn_up_exps.weight", Embd, FfExp, FfnUp, "mlp.experts.{}.up_proj.weight", Expert};
+inline constexpr BlockTensor kFfnGateExpsFf{"ffn_gate_exps.weight", Embd, Ff, FfnGate, "mlp.experts.{}.gate_proj.weight", Expert};
+inline constexpr BlockTensor kFfnDownExpsFf{"ffn_down_exps.weight", Ff, Embd, FfnDown, "mlp.experts.{}.down_proj.weight", Expert};
+inline constexpr BlockTensor kFfnUpExpsFf{"ffn_up_exps.weight", Embd, Ff, FfnUp, "mlp.experts.{}.up_proj.weight", Expert};
+// The shared expert's gate is a [1, n_embd] Linear in HF, a [n_embd] vector here (llama.cpp
+// loads either).
+inline constexpr BlockTensor kFfnGateInpShexp{"ffn_gate_inp_shexp.weight", Embd, None, Router, "mlp.shared_expert_gate.weight"};
+inline constexpr BlockTensor kFfnGateShexp{"ffn_gate_shexp.weight", Embd, FfShexp, FfnGate, "mlp.shared_expert.gate_proj.weight"};
+inline constexpr BlockTensor kFfnDownShexp{"ffn_down_shexp.weight", FfShexp, Embd, FfnDown, "mlp.shared_expert.down_proj.weight"};
+inline constexpr BlockTensor kFfnUpShexp{"ffn_up_shexp.weight", Embd, FfShexp, FfnUp, "mlp.shared_expert.up_proj.weight"};
 
 }  // namespace ember::block

@@ -44,13 +44,6 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
   // On the CPU, weights stay in the mapping (the views point straight into the file) unless
   // repacked; a GPU gets its copy here.
   m->placement_ = choose_placement(opts.gpu_layers, m->hp_.n_layer);
-  if (m->hp_.n_expert > 0 && m->placement_.device != DeviceKind::Cpu) {
-    // The CUDA backend has no expert matmul yet: a model with experts stays on the CPU
-    // unless layers were asked for on the device by number.
-    if (opts.gpu_layers > 0)
-      fail(ErrorKind::Unsupported, "{}: mixture-of-experts layers do not run on CUDA yet; use -ngl 0", path);
-    m->placement_ = choose_placement(0, m->hp_.n_layer);
-  }
   const Placement& pl = m->placement_;
   for (const gguf::TensorInfo& t : file.tensors()) m->weight_bytes_ += t.nbytes;
   if (pl.first_device_layer > 0) m->host_weights_ = make_weight_store(DeviceKind::Cpu, opts.repack);
@@ -84,6 +77,9 @@ std::unique_ptr<Model> Model::load(const std::string& path, const LoadOptions& o
 
 size_t Model::repacked_bytes() const {
   return (host_weights_ ? host_weights_->copied_bytes() : 0) + device_weight_bytes();
+}
+std::vector<MatView> Model::cpu_repacked_matrices() const {
+  return host_weights_ ? host_weights_->repacked_matrices() : std::vector<MatView>{};
 }
 size_t Model::device_weight_bytes() const { return device_weights_ ? device_weights_->copied_bytes() : 0; }
 

@@ -98,6 +98,7 @@ class Model {
   size_t weight_bytes() const { return weight_bytes_; }  // bytes of all tensors in the file
   size_t repacked_bytes() const;  // of them, copied at load (CPU kernels' layout, or the device)
   size_t device_weight_bytes() const;  // of them, on the CUDA device
+  std::vector<MatView> cpu_repacked_matrices() const;  // the CPU layers' repacked weights
   const Placement& placement() const { return placement_; }
   DeviceKind device() const { return placement_.device; }  // Cpu when no layer is offloaded
   const ArchModel& arch() const { return *arch_; }

@@ -111,11 +111,9 @@ std::vector<MatView> TensorBinder::matmul_experts(const std::string& name, int64
   const size_t row_bytes = dtype_row_bytes(t->type, cols);
   WeightStore* store = store_for(name, true);
   std::vector<MatView> experts;
-  for (int64_t e = 0; e < n_expert; ++e) {
-    const MatView w{t->type, cols, rows, row_bytes, static_cast<const uint8_t*>(t->data) + e * rows * row_bytes};
-    experts.push_back(store ? store->prepare_matmul(w) : w);
-  }
-  return experts;
+  for (int64_t e = 0; e < n_expert; ++e)
+    experts.push_back(MatView{t->type, cols, rows, row_bytes, static_cast<const uint8_t*>(t->data) + e * rows * row_bytes});
+  return store ? store->prepare_experts(experts) : experts;
 }
 
 const float* TensorBinder::vector_optional(const std::string& name, int64_t n) {

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/guided_chunks.h"
 #include "util/thread_pool.h"
 #include "util/error.h"
 #include "util/stream_buffer.h"
@@ -53,7 +55,7 @@ BandwidthProbe::BandwidthProbe(ThreadPool& pool, size_t bytes)
       cpu_seconds_(static_cast<size_t>(pool.size()) * 8) {
   if (!storage_) fail(ErrorKind::OutOfMemory, "memory bandwidth: cannot allocate a {} byte buffer", bytes);
   uint64_t* const buf = reinterpret_cast<uint64_t*>(storage_.get());
-  // First touch from the threads that read, so pages are mapped (and NUMA-local).
+  // First touch from the pool, so pages are mapped (and spread over the threads' NUMA nodes).
   pool_.run([&](int ith, int n) {
     const size_t b = words_ * ith / n, e = words_ * (ith + 1) / n;
     for (size_t i = b; i < e; ++i) buf[i] = i;
@@ -69,20 +71,94 @@ BandwidthProbe::~BandwidthProbe() {
 
 size_t BandwidthProbe::bytes() const { return words_ * sizeof(uint64_t); }
 
-BandwidthProbe::Rate BandwidthProbe::pass(int streams) {
+void BandwidthProbe::read_fixed_shares(int streams) {
   const uint64_t* const buf = reinterpret_cast<const uint64_t*>(storage_.get());
-  const auto t0 = std::chrono::steady_clock::now();
   pool_.run([&](int ith, int n) {
     const size_t b = words_ * ith / n, e = words_ * (ith + 1) / n;
     const double c0 = thread_cpu_seconds();
     sinks_[static_cast<size_t>(ith) * 8] += read_words(buf + b, e - b, streams);
-    cpu_seconds_[static_cast<size_t>(ith) * 8] = thread_cpu_seconds() - c0;
+    cpu_seconds_[static_cast<size_t>(ith) * 8] += thread_cpu_seconds() - c0;
   });
+}
+
+namespace {
+
+// decode's chunks (membw.h): a TinyLlama layer's matrices at Q4_0 in KiB (q, k, v, o, gate,
+// up, down), the matrices [first, last) of each of decode's matmul dispatches over them, and
+// the unit of its chunks, a row group of the AVX2 Q4_0 kernel (16 rows of 2048).
+constexpr size_t kLayerMatrixKiB[] = {2304, 288, 288, 2304, 6336, 6336, 6336};
+constexpr int kLayerDispatches[][2] = {{0, 3}, {3, 4}, {4, 6}, {6, 7}};
+constexpr size_t kChunkUnitWords = 18 * 1024 / sizeof(uint64_t);
+constexpr int kMaxChunks = 128;  // per matrix, as ops::matmul
+
+// One dispatch: its matrices' chunks, taken in order from a shared counter by all threads.
+struct ChunkedDispatch {
+  static constexpr int kMaxMatrices = 3;
+  const uint64_t* base[kMaxMatrices] = {};
+  int n_chunks[kMaxMatrices] = {};
+  int64_t start[kMaxMatrices][kMaxChunks + 1] = {};
+  int n_matrices = 0;
+
+  // Reads chunk `ch` of all the dispatch's chunks; false past the last.
+  bool read_chunk(int ch, uint64_t& sink) const {
+    int m = 0;
+    while (m < n_matrices && ch >= n_chunks[m]) ch -= n_chunks[m++];
+    if (m == n_matrices) return false;
+    const uint64_t* p = base[m] + start[m][ch] * kChunkUnitWords;
+    sink += read_words(p, static_cast<size_t>(start[m][ch + 1] - start[m][ch]) * kChunkUnitWords, 2);
+    return true;
+  }
+};
+
+}  // namespace
+
+void BandwidthProbe::read_decode_chunks() {
+  const uint64_t* const buf = reinterpret_cast<const uint64_t*>(storage_.get());
+  size_t offset = 0;  // words
+  for (bool more = true; more;) {
+    for (const auto& range : kLayerDispatches) {
+      ChunkedDispatch d;
+      for (int m = range[0]; m < range[1]; ++m) {
+        const size_t units = std::min(kLayerMatrixKiB[m] * 1024 / sizeof(uint64_t), words_ - offset) / kChunkUnitWords;
+        if (units == 0) {
+          more = false;  // the buffer's end: a short last matrix, then no more dispatches
+          break;
+        }
+        d.base[d.n_matrices] = buf + offset;
+        d.n_chunks[d.n_matrices] =
+            guided_chunks(static_cast<int64_t>(units), pool_.size(), 1, kMaxChunks, d.start[d.n_matrices]);
+        ++d.n_matrices;
+        offset += units * kChunkUnitWords;
+      }
+      if (d.n_matrices == 0) break;
+      std::atomic<int> next{0};
+      pool_.run([&](int ith, int) {
+        const double c0 = thread_cpu_seconds();
+        uint64_t sink = 0;
+        while (d.read_chunk(next.fetch_add(1, std::memory_order_relaxed), sink)) {
+        }
+        sinks_[static_cast<size_t>(ith) * 8] += sink;
+        cpu_seconds_[static_cast<size_t>(ith) * 8] += thread_cpu_seconds() - c0;
+      });
+      if (!more) break;
+    }
+  }
+  decode_words_ = offset;
+}
+
+BandwidthProbe::Rate BandwidthProbe::pass(const ReadPattern& pattern) {
+  std::fill(cpu_seconds_.begin(), cpu_seconds_.end(), 0.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (pattern.decode_chunks) {
+    read_decode_chunks();
+  } else {
+    read_fixed_shares(pattern.streams);
+  }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double slowest = 0.0;
   for (int i = 0; i < pool_.size(); ++i) slowest = std::max(slowest, cpu_seconds_[static_cast<size_t>(i) * 8]);
-  const double total = static_cast<double>(bytes());
-  return Rate{total / s / 1e9, total / slowest / 1e9};
+  const double total = static_cast<double>((pattern.decode_chunks ? decode_words_ : words_) * sizeof(uint64_t));
+  return Rate{total / s / 1e9, total / slowest / 1e9, total, s};
 }
 
 std::vector<double> bytes_per_s(const PatternRates& rates) {
@@ -91,23 +167,24 @@ std::vector<double> bytes_per_s(const PatternRates& rates) {
   return out;
 }
 
-std::array<BandwidthProbe::Rate, kReadStreams.size()> BandwidthProbe::pattern_passes() {
-  std::array<Rate, kReadStreams.size()> rates;
-  for (size_t i = 0; i < kReadStreams.size(); ++i) rates[i] = pass(kReadStreams[i]);
+std::array<BandwidthProbe::Rate, kReadPatterns.size()> BandwidthProbe::pattern_passes() {
+  std::array<Rate, kReadPatterns.size()> rates;
+  for (size_t i = 0; i < kReadPatterns.size(); ++i) rates[i] = pass(kReadPatterns[i]);
   return rates;
 }
 
 PatternRates BandwidthProbe::gb_per_s_over(double seconds) {
   const auto t0 = std::chrono::steady_clock::now();
-  PatternRates pass_seconds{};
-  int n = 0;
+  PatternRates pass_seconds{}, pass_bytes{};
   do {
     const auto rates = pattern_passes();
-    for (size_t i = 0; i < rates.size(); ++i) pass_seconds[i] += static_cast<double>(bytes()) / (rates[i].wall * 1e9);
-    ++n;
+    for (size_t i = 0; i < rates.size(); ++i) {
+      pass_seconds[i] += rates[i].seconds;
+      pass_bytes[i] += rates[i].bytes;
+    }
   } while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds);
   PatternRates out;
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(bytes()) * n / pass_seconds[i] / 1e9;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = pass_bytes[i] / pass_seconds[i] / 1e9;
   return out;
 }
 
@@ -115,7 +192,7 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   reps = std::max(1, reps);
   BandwidthProbe probe(pool, bytes);
   probe.pattern_passes();  // warm-up
-  std::array<std::vector<double>, kReadStreams.size()> rates, cpu_rates;
+  std::array<std::vector<double>, kReadPatterns.size()> rates, cpu_rates;
   for (int r = 0; r < reps; ++r) {
     const auto round = probe.pattern_passes();
     for (size_t i = 0; i < round.size(); ++i) {
@@ -130,7 +207,9 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   ReadBandwidth out;
   for (size_t i = 0; i < rates.size(); ++i) {
     const double m = median(rates[i]);
+    out.pattern_gb_per_s[i] = m;
     if (m <= out.gb_per_s) continue;
+    out.pattern = kReadPatterns[i].name;
     out.gb_per_s = m;
     out.cpu_time_gb_per_s = median(cpu_rates[i]);
     out.min_gb_per_s = rates[i].front();

@@ -30,8 +30,9 @@ struct Golden {
   const float* row(size_t t) const { return logits.data() + t * n_vocab; }
 };
 
-inline Golden load_golden(const std::string& arch) {
-  const std::string path = std::string(EMBER_SOURCE_DIR) + "/tests/golden/tiny-" + arch + ".logits";
+// tests/golden/<stem>.logits
+inline Golden load_golden_file(const std::string& stem) {
+  const std::string path = std::string(EMBER_SOURCE_DIR) + "/tests/golden/" + stem + ".logits";
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot open " + path);
   char magic[4];
@@ -48,6 +49,8 @@ inline Golden load_golden(const std::string& arch) {
   if (!f) throw std::runtime_error("truncated golden " + path);
   return g;
 }
+
+inline Golden load_golden(const std::string& arch) { return load_golden_file("tiny-" + arch); }
 
 inline ContextOptions quiet(ContextOptions o) {
   o.print_plan = false;
@@ -132,13 +135,12 @@ inline double decided_top1(const std::vector<float>& got, const Golden& g, doubl
   return n ? static_cast<double>(same) / n : 1.0;
 }
 
-// Runs a tiny family's golden tokens (the first half as one prefill, the rest one decode
-// step at a time) on a model loaded with `load` and checks the logits against the
+// Runs a golden's tokens (the first half as one prefill, the rest one decode
+// step at a time) on the model at `path` loaded with `load` and checks the logits against the
 // reference; returns them.
-inline std::vector<float> check_family(const std::string& arch, double rel_tol, DType kv_type = DType::F16,
-                                       const LoadOptions& load = quiet_load()) {
-  const Golden g = load_golden(arch);
-  auto model = Model::load(tiny_model(arch), load);
+inline std::vector<float> check_model(const std::string& path, const Golden& g, const std::string& arch,
+                                      double rel_tol, DType kv_type = DType::F16, const LoadOptions& load = quiet_load()) {
+  auto model = Model::load(path, load);
   REQUIRE(model->hparams().n_vocab == g.n_vocab);
   ThreadPool pool(1);
   ContextOptions o;
@@ -162,6 +164,11 @@ inline std::vector<float> check_family(const std::string& arch, double rel_tol, 
   CHECK(all.top1 >= 0.95);
   CHECK(decided == 1.0);
   return logits;
+}
+
+inline std::vector<float> check_family(const std::string& arch, double rel_tol, DType kv_type = DType::F16,
+                                       const LoadOptions& load = quiet_load()) {
+  return check_model(tiny_model(arch), load_golden(arch), arch, rel_tol, kv_type, load);
 }
 
 }  // namespace ember::test

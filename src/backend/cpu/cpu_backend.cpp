@@ -24,6 +24,12 @@ MatView CpuWeightStore::prepare_matmul(const MatView& w) {
 
 size_t CpuWeightStore::memory_available() const { return system_memory().available; }
 
+std::vector<MatView> CpuWeightStore::repacked_matrices() const {
+  std::vector<MatView> out;
+  for (const PackedWeight& p : packed_) out.push_back(p.view);
+  return out;
+}
+
 size_t CpuWeightStore::copied_bytes() const {
   size_t n = 0;
   for (const PackedWeight& p : packed_) n += p.bytes;

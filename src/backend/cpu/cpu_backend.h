@@ -15,6 +15,7 @@ class CpuWeightStore final : public WeightStore {
   MatView prepare_rows(const MatView& w) override { return w; }
   const float* prepare_vector(const float* v, int64_t) override { return v; }
   size_t copied_bytes() const override;
+  std::vector<MatView> repacked_matrices() const override;
   std::string describe() const override { return "cpu"; }
   size_t memory_available() const override;
 

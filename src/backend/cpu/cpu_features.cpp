@@ -89,4 +89,21 @@ std::string cpu_features_string() {
   return s.empty() ? "none" : s;
 }
 
+std::string cpu_brand_string() {
+  std::string brand;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned max_leaf = __get_cpuid_max(0x80000000u, nullptr);
+  if (max_leaf >= 0x80000004u) {
+    for (unsigned leaf = 0x80000002u; leaf <= 0x80000004u; ++leaf) {
+      unsigned r[4] = {};
+      __get_cpuid(leaf, &r[0], &r[1], &r[2], &r[3]);
+      brand.append(reinterpret_cast<const char*>(r), sizeof(r));
+    }
+  }
+#endif
+  brand = brand.substr(0, brand.find('\0'));
+  const size_t first = brand.find_first_not_of(' '), last = brand.find_last_not_of(' ');
+  return first == std::string::npos ? "unknown CPU" : brand.substr(first, last - first + 1);
+}
+
 }  // namespace ember

@@ -21,5 +21,6 @@ SimdLevel simd_level();
 void set_simd_level(SimdLevel level);  // clamps to what the CPU supports
 const char* simd_level_name(SimdLevel level);
 std::string cpu_features_string();     // "AVX2 AVX-512 VNNI BF16" style, "none" when empty
+std::string cpu_brand_string();        // CPUID's model name, trimmed; "unknown CPU" without one
 
 }  // namespace ember

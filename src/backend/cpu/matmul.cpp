@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernel_choice.h"
 #include "backend/cpu/matmul_bf16_avx512.h"
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/matmul_packed_avx512.h"
+#include "util/guided_chunks.h"
 #include "util/thread_pool.h"
 #include "backend/ops.h"
 #include "tensor/quant.h"
@@ -27,17 +29,25 @@ struct KernelPlan {
   int64_t row_group;  // rows are split between threads in multiples of this
 };
 
-KernelPlan pick_kernel(const MatView& w) {
+// `rows`: the activation rows the kernel will see, whose regime picks the packed variant.
+KernelPlan pick_kernel(const MatView& w, int64_t rows) {
   if (w.layout == WeightLayout::Interleaved) {
     // Packed views come from pack_weight, which only packs for a level that has the kernel.
     // Chunks of whole pairs of groups leave no pair half empty but the matrix's last: the
     // AVX-512 VNNI kernels read the AVX2 kernels' groups (types without one keep AVX2's) two
     // at a time (16 rows per register), and the AVX2 kernels' decode pairs a chunk's groups
     // (packed_tiles.h), where an odd one out would read alone, as one slower stream.
-    if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni)
-      if (const cpu::PackedKernel* k = cpu::packed_kernel_avx512(w.type)) return {k->act, k->tile, 2 * k->group_rows};
+    // Both give the same bits, so the variant follows the measured table (kernel_choice.h).
+    const cpu::Regime regime = cpu::regime_of(rows);
+    if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni &&
+        cpu::chosen_variant(w.type, regime) == cpu::Variant::Avx512)
+      if (const cpu::PackedKernel* k = cpu::packed_kernel_avx512(w.type)) {
+        cpu::count_variant_call(cpu::Variant::Avx512, regime);
+        return {k->act, k->tile, 2 * k->group_rows};
+      }
     const cpu::PackedKernel* k = simd_level() >= SimdLevel::AVX2 ? cpu::packed_kernel_avx2(w.type) : nullptr;
     if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel reads {} weights in the interleaved layout", dtype_name(w.type));
+    cpu::count_variant_call(cpu::Variant::Avx2, regime);
     return {k->act, k->tile, 2 * k->group_rows};
   }
   // Rows are split in groups of 12, a multiple of every micro-tile height.
@@ -105,12 +115,9 @@ PreparedActivations prepare_activations(ThreadPool& pool, cpu::ActFormat format,
 // there are enough of them: each thread then reads its own slice of W once per token block.
 // Otherwise (few rows, many tokens) its tokens are split, one range per thread.
 // Rows are handed out as chunks from a shared counter rather than as one fixed share per
-// thread: when a thread is descheduled or slower (a busy machine, a core sharing its cache)
-// the others take its chunks instead of waiting for it at the end of the op. The chunks
-// shrink as the matrix runs out (guided scheduling): each takes 1/(2 nth) of the groups left,
-// so the first are long streams and the threads finish within a short chunk of each other.
-// Many threads would need more chunks than a job holds: the last nth then share the rest
-// evenly (and at 2 nth >= kMaxChunks all chunks are equal).
+// thread (util/guided_chunks.h): when a thread is descheduled or slower (a busy machine, a
+// core sharing its cache) the others take its chunks instead of waiting for it at the end
+// of the op.
 struct MatmulJob {
   static constexpr int kMaxChunks = 128;
   static constexpr int64_t kMinChunkRows = 16;
@@ -140,20 +147,7 @@ struct MatmulJob {
       return;
     }
     const int64_t groups = (rows + row_group - 1) / row_group;
-    const int64_t min_groups = std::max<int64_t>(1, kMinChunkRows / row_group);
-    int64_t start = 0;
-    const int even_from = 2 * nth >= kMaxChunks ? 0 : kMaxChunks - nth;
-    while (start < groups) {
-      if (n_chunks == even_from) {
-        const int64_t rest = groups - start;
-        const int k = static_cast<int>(std::min<int64_t>(rest, kMaxChunks - n_chunks));
-        for (int i = 0; i < k; ++i) chunk_start[n_chunks++] = start + rest * i / k;
-        break;
-      }
-      chunk_start[n_chunks++] = start;
-      start = std::min(groups, start + std::max(min_groups, (groups - start) / (2 * nth)));
-    }
-    chunk_start[n_chunks] = groups;
+    n_chunks = guided_chunks(groups, nth, kMinChunkRows / row_group, kMaxChunks, chunk_start);
   }
 
   void run_chunk(int64_t ch) const {
@@ -202,7 +196,7 @@ void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> tar
   int n_jobs = 0;
   for (const MatmulTarget& t : targets) {
     if (t.w.rows == 0) continue;
-    const KernelPlan kernel = pick_kernel(t.w);
+    const KernelPlan kernel = pick_kernel(t.w, x.rows);
     const int f = static_cast<int>(kernel.act);
     if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, x);
     jobs[n_jobs++] = MatmulJob(kernel, t.w, act[f], t.y, x.rows, pool.size());
@@ -275,12 +269,13 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
     const int64_t cols = t.experts[0].rows;
     std::vector<float>& y = ys[ti++];
     y.resize(static_cast<size_t>(n_rows * cols));
-    const KernelPlan kernel = pick_kernel(t.experts[0]);
-    const int f = static_cast<int>(kernel.act);
-    if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, xv);
     for (int64_t e = 0; e < n_expert; ++e) {
       const int64_t r0 = buckets.start[e], n = buckets.start[e + 1] - r0;
       if (n == 0) continue;
+      // Each expert's variant follows the regime of its own rows (all read one format).
+      const KernelPlan kernel = pick_kernel(t.experts[e], n);
+      const int f = static_cast<int>(kernel.act);
+      if (!act[f].data) act[f] = prepare_activations(pool, kernel.act, xv);
       const PreparedActivations a{act[f].data + r0 * act[f].stride, act[f].stride};
       jobs.emplace_back(kernel, t.experts[e], a, F32Mat{y.data() + r0 * cols, cols, n, cols}, n, pool.size());
     }

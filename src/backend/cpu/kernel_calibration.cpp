@@ -1,0 +1,127 @@
+#include "backend/cpu/kernel_calibration.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "backend/ops.h"
+#include "util/thread_pool.h"
+
+namespace ember::cpu {
+
+namespace {
+
+size_t weight_bytes(const MatView& w) { return dtype_row_bytes(w.type, w.cols) * static_cast<size_t>(w.rows); }
+
+// Activations and outputs big enough for any matrix of the type at the largest row count.
+struct Workspace {
+  int64_t max_cols = 0, max_rows = 0, max_tokens = 0;
+  std::vector<float> x, y;
+
+  Workspace(const std::vector<MatView>& mats, int64_t tokens) : max_tokens(tokens) {
+    for (const MatView& w : mats) {
+      max_cols = std::max(max_cols, w.cols);
+      max_rows = std::max(max_rows, w.rows);
+    }
+    x.resize(static_cast<size_t>(max_cols * tokens));
+    y.resize(static_cast<size_t>(max_rows * tokens));
+    uint32_t s = 12345;  // activations of both signs and many magnitudes, as a model's are
+    for (float& v : x) {
+      s = s * 1664525u + 1013904223u;
+      v = static_cast<float>(static_cast<int32_t>(s)) * (1.0f / 2147483648.0f);
+    }
+  }
+
+  void matmul(ThreadPool& pool, const MatView& w, int64_t tokens) {
+    const MatView xv{DType::F32, w.cols, tokens, static_cast<size_t>(max_cols) * sizeof(float), x.data()};
+    ops::matmul(pool, w, xv, F32Mat{y.data(), w.rows, tokens, w.rows});
+  }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One decode-like pass: matrices from `next` on (wrapping), one row each, until `bytes`
+// are read or every matrix once. Returns GB/s; `next` moves on, so repeats read other data.
+double decode_pass(ThreadPool& pool, Workspace& ws, const std::vector<MatView>& mats, size_t& next, size_t bytes) {
+  size_t done = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < mats.size() && done < bytes; ++i) {
+    const MatView& w = mats[next];
+    next = (next + 1) % mats.size();
+    ws.matmul(pool, w, 1);
+    done += weight_bytes(w);
+  }
+  return static_cast<double>(done) / seconds_since(t0) / 1e9;
+}
+
+// `w` again and again, `tokens` rows each time, until `bytes` are read. Returns GB/s.
+double batch_pass(ThreadPool& pool, Workspace& ws, const MatView& w, int64_t tokens, size_t bytes) {
+  size_t done = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  do {
+    ws.matmul(pool, w, tokens);
+    done += weight_bytes(w);
+  } while (done < bytes);
+  return static_cast<double>(done) / seconds_since(t0) / 1e9;
+}
+
+// The first rows of the largest matrix, about `bytes` of them, in whole pairs of 16-row
+// groups (an interleaved view may end at any group: the kernels read rows [0, rows)).
+MatView largest_slice(const std::vector<MatView>& mats, size_t bytes) {
+  MatView w = *std::max_element(mats.begin(), mats.end(),
+                                [](const MatView& a, const MatView& b) { return weight_bytes(a) < weight_bytes(b); });
+  const int64_t rows = static_cast<int64_t>(bytes / dtype_row_bytes(w.type, w.cols)) / 32 * 32;
+  w.rows = std::clamp<int64_t>(rows, std::min<int64_t>(32, w.rows), w.rows);
+  return w;
+}
+
+TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>& mats, const CalibrationPlan& plan) {
+  Workspace ws(mats, std::max(plan.batch_rows, plan.prefill_rows));
+  const MatView largest = largest_slice(mats, plan.slice_bytes);
+  TypeSpeeds s;
+  s.type = type;
+  for (Variant v : {Variant::Avx2, Variant::Avx512}) {  // first calls: kernel tables, pool wake-up
+    set_kernel_choice(KernelChoiceTable::all(v));
+    ws.matmul(pool, largest, 1);
+  }
+  size_t next = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < plan.repeats || (rep < plan.max_repeats && seconds_since(t0) < plan.budget_seconds); ++rep) {
+    for (int k = 0; k < kVariants; ++k) {
+      const int vi = (rep + k) % kVariants;  // alternate which variant goes first
+      set_kernel_choice(KernelChoiceTable::all(static_cast<Variant>(vi)));
+      const double dec = decode_pass(pool, ws, mats, next, plan.decode_bytes);
+      const double bat = batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes);
+      const double pre = batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes);
+      const auto keep_best = [&](Regime r, double gbs) {
+        double& best = s.regime[static_cast<int>(r)].gbs[vi];
+        best = std::max(best, gbs);
+      };
+      keep_best(Regime::Decode, dec);
+      keep_best(Regime::SmallBatch, bat);
+      keep_best(Regime::Prefill, pre);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<TypeSpeeds> measure_variants(ThreadPool& pool, std::span<const MatView> packed, std::span<const DType> types,
+                                         const CalibrationPlan& plan) {
+  struct RestoreTable {  // also when a matmul throws
+    KernelChoiceTable saved = kernel_choice();
+    ~RestoreTable() { set_kernel_choice(saved); }
+  } restore;
+  std::vector<TypeSpeeds> out;
+  for (DType type : types) {
+    std::vector<MatView> mats;
+    for (const MatView& w : packed)
+      if (w.type == type && w.layout == WeightLayout::Interleaved && w.rows > 0) mats.push_back(w);
+    if (!mats.empty()) out.push_back(measure_type(pool, type, mats, plan));
+  }
+  return out;
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,61 @@
+// The measurement behind the kernel-choice table (kernel_choice.h): each packed variant run
+// through ops::matmul on the loaded model's own matrices, per regime, variants alternated,
+// best of a few repeats. Milliseconds per type; the caller caches the result
+// (kernel_choice_cache.h), so it runs once per CPU model.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/cpu/kernel_choice.h"
+#include "backend/ops.h"
+
+namespace ember {
+class ThreadPool;
+}
+
+namespace ember::cpu {
+
+// Weight bytes per second (GB/s, 1e9) of one regime, best of its repeats, per variant.
+struct VariantSpeeds {
+  std::array<double, kVariants> gbs = {};
+  Variant faster() const { return gbs[1] > gbs[0] ? Variant::Avx512 : Variant::Avx2; }
+};
+
+struct TypeSpeeds {
+  DType type = DType::F32;
+  std::array<VariantSpeeds, kRegimes> regime;
+};
+
+struct CalibrationPlan {
+  // Decode streams the type's matrices one after the other, one activation row each, as a
+  // decode step does, this many bytes per repeat (fewer if the model holds fewer): enough
+  // to leave the private caches, so the numbers are those of a bandwidth-bound step.
+  size_t decode_bytes = size_t{64} << 20;
+  // Rounds (each variant once per regime, alternated): at least `repeats`, more while the
+  // type's time is under `budget_seconds`, at most `max_repeats`. More rounds on a quiet
+  // machine make "best of" steadier; a busy one still stops after `repeats`.
+  int repeats = 3;
+  int max_repeats = 8;
+  double budget_seconds = 0.08;
+  int64_t batch_rows = 8;       // the small-batch regime's activation rows (2..16)
+  int64_t prefill_rows = 64;    // the prefill regime's (one token block of the kernels)
+  // Batch and prefill read the first rows of the type's largest matrix, about slice_bytes
+  // of them: the kernels' speed per row does not depend on the matrix's height, and a
+  // 64-row pass over a whole 50 MiB output matrix would take most of a second.
+  // Each pass repeats the slice until it has read this many bytes (a pass of one short
+  // call would time the thread pool's wake-up more than the kernel).
+  size_t slice_bytes = size_t{2} << 20;
+  size_t batch_pass_bytes = size_t{16} << 20;
+  size_t prefill_pass_bytes = size_t{4} << 20;
+};
+
+// Measures every type of `types` that has a packed (interleaved) matrix among `packed`;
+// the others are left out of the result. The kernel-choice table is forced for each measurement and restored after, so
+// call it before the model runs, not while other threads run matmuls.
+std::vector<TypeSpeeds> measure_variants(ThreadPool& pool, std::span<const MatView> packed, std::span<const DType> types,
+                                         const CalibrationPlan& plan = {});
+
+}  // namespace ember::cpu
