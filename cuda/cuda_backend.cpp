@@ -142,6 +142,17 @@ class CudaBackend final : public Backend {
     if (replayed_signed(sign(sign(sign(sig, experts[0]), x), y) << ids << static_cast<uint64_t>(n_used))) return;
     enqueue_matmul_id(expert_set(experts), x, ids, n_used, y);
   }
+  // gpt-oss's expert biases, and the gated unit between its biased gate/up and down.
+  void add_id(F32Mat a, const MatView& bias, const int32_t* ids) override {
+    Signature sig(static_cast<uint64_t>(Op::AddId));
+    if (replayed_signed(sign(sign(sig, a), bias) << ids)) return;
+    k_.add_id(a, bias, ids, stream_);
+  }
+  void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) override {
+    Signature sig(static_cast<uint64_t>(Op::Glu));
+    if (replayed_signed(sign(sign(sign(sig, gate), up), out) << static_cast<uint64_t>(act))) return;
+    k_.glu(act, gate, up, out, stream_);
+  }
   void moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
                    const MatView& shared_gate, F32Mat out) override {
     Signature sig(static_cast<uint64_t>(Op::MoeCombine));
@@ -151,7 +162,7 @@ class CudaBackend final : public Backend {
 
  private:
   enum class Op : uint64_t { Embed = 1, RmsNorm, Add, Matmul, MatmulSameInput, GatedUp, RopeStoreKV, Attention,
-                             GatherOut, Softcap, MoeRoute, GatedUpId, MatmulId, MoeCombine };
+                             GatherOut, Softcap, MoeRoute, GatedUpId, MatmulId, MoeCombine, AddId, Glu };
   static bool is_quantised(DType t) { return t != DType::F32 && t != DType::F16 && t != DType::BF16; }
 
   static Signature& sign(Signature& s, const MatView& m) {

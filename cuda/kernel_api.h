@@ -84,6 +84,9 @@ class Kernels {
   // In place, row t of x rotated for position pos[t] (device array), heads of head_dim.
   virtual void rope(F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p, Stream s) const = 0;
   virtual void add(F32Mat a, const MatView& b, Stream s) const = 0;   // a += b; b.rows == 1 broadcasts
+  // a[r] += b[ids[r]] (ops::add_id: a MoE projection's expert biases); ids a device array of
+  // a.rows expert numbers.
+  virtual void add_id(F32Mat a, const MatView& b, const int32_t* ids, Stream s) const = 0;
   virtual void scale(F32Mat a, float v, Stream s) const = 0;         // a *= v
   virtual void softcap(F32Mat a, float cap, Stream s) const = 0;     // a = cap * tanh(a / cap)
   // Row r of src (f32) written in `type` (a KV type, backend/kv_types.h, as ops::store_row) to

@@ -1,6 +1,6 @@
 // Tiny mixture-of-experts models written by `synth` at test time (no committed files): each
-// MoE family at 2 layers, width 128, 8 experts of which 2 used (qwen2moe with its shared
-// expert), in the type asked for. Made once per process and type.
+// MoE family at 2 layers, width 256, 8 experts of which 2 used (qwen2moe with its shared
+// expert; gpt-oss untied, window 16), in the type asked for. Made once per process and type.
 #pragma once
 #include <map>
 #include <string>
@@ -28,6 +28,10 @@ inline synth::SynthOptions tiny_moe_options(const std::string& arch, const std::
   if (o.shape.n_ff_exp) o.shape.n_ff_exp = 256;
   if (o.shape.n_ff_shexp) o.shape.n_ff_shexp = 256;
   o.shape.tied_embeddings = true;  // half the 32000-row work
+  if (arch == "gpt-oss") {
+    o.shape.tied_embeddings = false;  // llama.cpp requires its output.weight
+    o.shape.sliding_window = 16;      // tokens: the even layer's window bites in short prompts
+  }
   o.vocab_path = shared_path("vocab/ggml-vocab-llama-spm.gguf");
   o.type = quantize::parse_file_type(type);
   o.seed = 29;

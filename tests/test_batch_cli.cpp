@@ -79,6 +79,10 @@ TEST_CASE("batch on a mixture-of-experts model: every request what run gives it 
   check_batch_equals_run(tiny_moe_model("qwen3moe"));  // a step's rows grouped by expert across requests
 }
 
+TEST_CASE("batch on gpt-oss (MXFP4 experts with biases, sinks, a window): every request what run gives it alone") {
+  check_batch_equals_run(tiny_moe_model("gpt-oss", "mxfp4_moe"));
+}
+
 TEST_CASE("batch --draft-ngram gives greedy requests exactly what run gives them alone, drafts accepted") {
   TempDir dir("batch-draft");
   const std::string prompts[] = {"Once upon a time there was a little girl. Once upon a time there was a little",

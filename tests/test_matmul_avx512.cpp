@@ -33,7 +33,7 @@ using namespace ember;
 
 namespace {
 
-const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
 
 using KernelTable = const cpu::PackedKernel* (*)(DType);
 
@@ -239,6 +239,10 @@ std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t k, check::Rng&
   const bool has_min = t == DType::Q4_K || t == DType::Q5_K;  // dmin follows d
   const size_t d_at = t == DType::Q6_K ? offsetof(block_q6_K, d) : 0;
   for (size_t at = 0; at < w.size(); at += block_bytes) {
+    if (t == DType::MXFP4) {  // exponents around 1 (2^-13 .. 2^13): every code, finite sums
+      w[at] = static_cast<uint8_t>(rng.integer(114, 140));
+      continue;
+    }
     const uint16_t d = f32_to_fp16(rng.uniform(-0.02f, 0.02f)), dmin = f32_to_fp16(rng.uniform(-0.02f, 0.02f));
     std::memcpy(&w[at + d_at], &d, 2);
     if (has_min) std::memcpy(&w[at + 2], &dmin, 2);

@@ -1,4 +1,5 @@
-// Elementwise f32 kernels over (possibly strided) rows: add (b may broadcast one row), scale,
+// Elementwise f32 kernels over (possibly strided) rows: add (b may broadcast one row), add_id
+// (b's row picked per row by an id), scale,
 // softcap and the gated units (SiLU / GELU-tanh). One kernel template walks the matrix, a
 // small functor per op does one element: a 2-D grid, columns across blockIdx.x (coalesced),
 // rows across blockIdx.y, both grid-strided so any shape fits the grid limits.
@@ -80,6 +81,19 @@ struct EwAdd {  // a += b; b_stride 0 broadcasts b's one row
   __device__ void operator()(int64_t r, int64_t c) const { a[r * a_stride + c] += b[r * b_stride + c]; }
 };
 
+struct EwAddId {  // a += b[ids[r]]; an id outside b's rows adds nothing (the host cannot check device ids)
+  float* a;
+  int64_t a_stride;
+  const float* b;
+  int64_t b_stride;
+  int64_t b_rows;
+  const int32_t* ids;
+  __device__ void operator()(int64_t r, int64_t c) const {
+    const int32_t id = ids[r];
+    if (id >= 0 && id < b_rows) a[r * a_stride + c] += b[id * b_stride + c];
+  }
+};
+
 struct EwScale {
   float* a;
   int64_t a_stride;
@@ -151,6 +165,17 @@ inline void launch_add(F32Mat a, const MatView& b, Stream s) {
     fail(ErrorKind::InvalidArgument, "cuda add: b is {}x{}, expected {}x{} or 1x{}", b.rows, b.cols, a.rows, a.cols,
          a.cols);
   ew_launch(EwAdd{a.data, a.stride, bv.data, b.rows == 1 ? 0 : bv.stride}, a.rows, a.cols, s);
+}
+
+// ggml's add_id (ops::add_id): a[r] += b[ids[r]], ids in device memory (the experts' biases
+// of a MoE projection, one row per expert in b).
+inline void launch_add_id(F32Mat a, const MatView& b, const int32_t* ids, Stream s) {
+  launch_check::f32_mat(a, "add_id", "a");
+  const launch_check::F32Rows bv = launch_check::f32_rows(b, "add_id", "b");
+  if (b.cols != a.cols)
+    fail(ErrorKind::InvalidArgument, "cuda add_id: b has {} columns, a has {}", b.cols, a.cols);
+  if (a.rows > 0 && ids == nullptr) fail(ErrorKind::InvalidArgument, "cuda add_id: no ids");
+  ew_launch(EwAddId{a.data, a.stride, bv.data, bv.stride, b.rows, ids}, a.rows, a.cols, s);
 }
 
 inline void launch_scale(F32Mat a, float v, Stream s) {

@@ -31,6 +31,8 @@ void Backend::gated_up_id(Activation, std::span<const MatView>, std::span<const 
 }
 void Backend::matmul_id(std::span<const MatView>, const MatView&, const int32_t*, int, F32Mat) { no_moe(*this); }
 void Backend::moe_combine(const MatView&, const float*, int, const MatView&, const MatView&, F32Mat) { no_moe(*this); }
+void Backend::add_id(F32Mat, const MatView&, const int32_t*) { no_moe(*this); }
+void Backend::glu(Activation, const MatView&, const MatView&, F32Mat) { no_moe(*this); }
 
 Placement choose_placement(int gpu_layers, int n_layer) {
   Placement p{DeviceKind::Cpu, n_layer, n_layer};

@@ -126,6 +126,10 @@ class Backend : public KVMemory {
                            const MatmulInput& x, const int32_t* ids, int n_used, F32Mat gate, F32Mat up, F32Mat out);
   // y = ops::matmul_id over one expert projection (x one row per token or per slot).
   virtual void matmul_id(std::span<const MatView> experts, const MatView& x, const int32_t* ids, int n_used, F32Mat y);
+  // a[r] += bias[ids[r]]: each slot row gets its expert's bias (ops::add_id; gpt-oss).
+  virtual void add_id(F32Mat a, const MatView& bias, const int32_t* ids);
+  // out = act(gate) * up on rows already computed (the biased experts' gate and up: ops::glu).
+  virtual void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out);
   // out = the weighted sum of each token's expert rows (+ the gated shared expert): ops::moe_combine.
   virtual void moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
                            const MatView& shared_gate, F32Mat out);

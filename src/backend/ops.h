@@ -162,6 +162,10 @@ void rope(ThreadPool& pool, F32Mat x, int head_dim, const int32_t* pos, const Ro
 void add(ThreadPool& pool, F32Mat a, const MatView& b);   // a += b
 void mul(ThreadPool& pool, F32Mat a, const MatView& b);   // a *= b
 void scale(ThreadPool& pool, F32Mat a, float s);          // a *= s
+// ggml's add_id: a[r] += b[ids[r]] for every row r of a (host ids, each in [0, b.rows)). The
+// experts' biases: row t*n_used + j of a MoE projection gets row ids[t*n_used + j] of the
+// [n_expert x width] bias table.
+void add_id(ThreadPool& pool, F32Mat a, const MatView& b, const int32_t* ids);
 void softmax(ThreadPool& pool, F32Mat a);                 // row-wise, stable; all -inf row -> zeros
 // Gated units: out = act(gate) * up. SiLU(x) = x*sigmoid(x); GELU with the tanh approximation.
 // out may alias gate or up.

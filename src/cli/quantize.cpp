@@ -39,7 +39,7 @@ void add_quantize(CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "Rewrite a GGUF model's weights in another type");
   cmd->add_option("input", f->in, "input GGUF")->required();
   cmd->add_option("output", f->out, "output GGUF")->required();
-  cmd->add_option("type", f->type, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m")->required();
+  cmd->add_option("type", f->type, "f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m mxfp4_moe")->required();
   cmd->add_option("-t,--threads", f->threads, "threads (default: all cores)");
   cmd->add_flag("-q,--quiet", f->quiet, "print only the summary");
   cmd->callback([f] {

@@ -87,11 +87,11 @@ int run_synth(const SynthFlags& f) {
 void add_synth(CLI::App& app) {
   auto f = std::make_shared<SynthFlags>();
   auto* cmd = app.add_subcommand("synth", "Write a model with seeded random weights (defaults: TinyLlama-1.1B shape)");
-  cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3, gemma2, gemma3, phi3, mixtral, qwen2moe, qwen3moe or olmoe")->default_val("llama");
+  cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3, gemma2, gemma3, phi3, mixtral, qwen2moe, qwen3moe, olmoe or gpt-oss")->default_val("llama");
   cmd->add_option("--vocab-from", f->vocab, "GGUF whose tokenizer is copied (e.g. ../shared/vocab/*.gguf)")
       ->required();
   cmd->add_option("-o,--output", f->out, "output GGUF path")->required();
-  cmd->add_option("--type", f->type, "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m")
+  cmd->add_option("--type", f->type, "weight type: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m mxfp4_moe")
       ->default_val("f16");
   cmd->add_option("--n-vocab", f->n_vocab,
                   "tokens (default: the vocabulary's; more pads it with control tokens, e.g. 128256 for Llama 3)");
@@ -104,7 +104,7 @@ void add_synth(CLI::App& app) {
   cmd->add_option("--ctx", f->ctx, "context length (default 2048)");
   cmd->add_option("--experts", f->experts, "experts per layer, MoE families (default 8)");
   cmd->add_option("--experts-used", f->experts_used, "experts each token runs (default 2)");
-  cmd->add_option("--expert-ff", f->expert_ff, "an expert's FFN width, qwen2moe/qwen3moe (default ff / 4)");
+  cmd->add_option("--expert-ff", f->expert_ff, "an expert's FFN width, qwen2moe/qwen3moe/gpt-oss (default ff / 4)");
   cmd->add_option("--shared-ff", f->shared_ff, "the shared expert's FFN width, qwen2moe (default ff / 2)");
   cmd->add_option("--window", f->window, "sliding window in tokens, families that have one (gemma3: default 512)");
   cmd->add_flag("--tied", f->tied, "reuse token_embd as the output matrix (default for gemma3)");

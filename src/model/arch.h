@@ -81,6 +81,7 @@ enum class Dim {
   Expert,  // n_expert (the third size of an expert tensor)
   FfExp,   // n_ff_exp, an expert's FFN width
   FfShexp, // n_ff_shexp, the shared expert's FFN width
+  Heads,   // n_head (gpt-oss's attention sinks, one per query head)
 };
 
 // One tensor of every block: "blk.N.<name>" in the GGUF, "<prefix>layers.N.<hf_name>" in a

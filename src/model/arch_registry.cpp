@@ -17,11 +17,12 @@ extern const ArchInfo kArchMixtral;
 extern const ArchInfo kArchQwen2Moe;
 extern const ArchInfo kArchQwen3Moe;
 extern const ArchInfo kArchOlmoe;
+extern const ArchInfo kArchGptOss;
 
 // A name shared by two records (llama) finds the first: the one that loads the files.
 static const ArchInfo* const kArchs[] = {&kArchLlama,   &kArchQwen2,    &kArchQwen3,    &kArchGemma3,
                                          &kArchGemma2,  &kArchPhi3,     &kArchMixtral,  &kArchQwen2Moe,
-                                         &kArchQwen3Moe, &kArchOlmoe};
+                                         &kArchQwen3Moe, &kArchOlmoe,    &kArchGptOss};
 
 const ArchInfo* find_arch(std::string_view name) {
   for (const ArchInfo* a : kArchs)

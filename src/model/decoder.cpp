@@ -34,7 +34,8 @@ std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& 
 }
 
 std::unique_ptr<PreNormDecoder> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp,
-                                                     const BindLayerAttention& attention, const BindLayerFfn& ffn) {
+                                                     const BindLayerAttention& attention, const BindLayerFfn& ffn,
+                                                     const char* ffn_norm) {
   auto m = std::make_unique<PreNormDecoder>();
   m->attention.assign(hp.n_layer, default_attention(hp));
   m->tok_embd = b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
@@ -43,7 +44,7 @@ std::unique_ptr<PreNormDecoder> bind_prenorm_decoder(TensorBinder& b, const Hpar
     PreNormDecoder::Layer& L = m->layers[il];
     L.attn_norm = b.vector(blk(il, "attn_norm.weight"), hp.n_embd);
     L.attn = attention(b, hp, il);
-    L.ffn_norm = b.vector(blk(il, "ffn_norm.weight"), hp.n_embd);
+    L.ffn_norm = b.vector(blk(il, ffn_norm), hp.n_embd);
     if (hp.n_expert > 0)
       L.moe = bind_moe(b, hp, il);
     else

@@ -33,10 +33,11 @@ struct PreNormDecoder final : ArchModel {
 // (hp.n_expert > 0) binds the MoE block (model/moe.h) in place of each dense FFN.
 std::unique_ptr<ArchModel> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp, bool qk_norm);
 // The same with the family's own binding of each layer's attention and FFN weights (phi3's
-// fused tensors).
+// fused tensors) and its name for the norm before the FFN (gpt-oss: post_attention_norm).
 using BindLayerAttention = std::function<AttnWeights(TensorBinder&, const Hparams&, int il)>;
 using BindLayerFfn = std::function<FfnWeights(TensorBinder&, const Hparams&, int il)>;
 std::unique_ptr<PreNormDecoder> bind_prenorm_decoder(TensorBinder& b, const Hparams& hp,
-                                                     const BindLayerAttention& attention, const BindLayerFfn& ffn);
+                                                     const BindLayerAttention& attention, const BindLayerFfn& ffn,
+                                                     const char* ffn_norm = "ffn_norm.weight");
 
 }  // namespace ember

@@ -112,6 +112,7 @@ static int64_t size_of(Dim d, const ModelShape& s) {
     case Dim::Expert: return s.n_expert;
     case Dim::FfExp: return s.n_ff_exp;
     case Dim::FfShexp: return s.n_ff_shexp;
+    case Dim::Heads: return s.n_head;
   }
   return 0;
 }

@@ -67,6 +67,7 @@ struct Hparams {
   int n_ff_exp = 0;          // elements; an expert's FFN hidden width (expert_feed_forward_length)
   int n_ff_shexp = 0;        // elements; the shared expert's hidden width, 0 = no shared expert
   MoeRouting moe_routing;    // how the family picks and weighs experts (set by its read_hparams)
+  Activation moe_act = Activation::SiLU;  // the experts' gated unit (set by its read_hparams)
 
   int n_embd_k_gqa() const { return n_head_kv * head_dim; }   // K row elements per token per layer
   int n_embd_v_gqa() const { return n_head_kv * head_dim_v; } // V row elements per token per layer

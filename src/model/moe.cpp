@@ -33,6 +33,7 @@ void read_moe_hparams(const gguf::File& file, Hparams& hp, const MoeFamily& fami
                               .gating = family.gating,
                               .norm_weights = family.norm_weights,
                               .weights_scale = arch_f32(file, hp, "expert_weights_scale").value_or(0.0f)};
+  hp.moe_act = family.act;
 }
 
 MoeWeights bind_moe(TensorBinder& b, const Hparams& hp, int il) {
@@ -45,6 +46,11 @@ MoeWeights bind_moe(TensorBinder& b, const Hparams& hp, int il) {
   w.up = b.matmul_experts(blk(il, "ffn_up_exps.weight"), e, w.n_ff_exp, n_exp);
   w.down = b.matmul_experts(blk(il, "ffn_down_exps.weight"), w.n_ff_exp, e, n_exp);
   w.routing.selection_bias = b.vector_optional(blk(il, "exp_probs_b.bias"), n_exp);
+  w.act = hp.moe_act;
+  w.router_bias = b.f32_table_optional(blk(il, "ffn_gate_inp.bias"), n_exp, 1);
+  w.gate_bias = b.f32_table_optional(blk(il, "ffn_gate_exps.bias"), w.n_ff_exp, n_exp);
+  w.up_bias = b.f32_table_optional(blk(il, "ffn_up_exps.bias"), w.n_ff_exp, n_exp);
+  w.down_bias = b.f32_table_optional(blk(il, "ffn_down_exps.bias"), e, n_exp);
   if (hp.n_ff_shexp > 0) {
     w.shared.n_ff = hp.n_ff_shexp;
     w.shared.gate = b.matmul_matrix(blk(il, "ffn_gate_shexp.weight"), e, w.shared.n_ff);
@@ -65,14 +71,25 @@ void Step::moe(const MoeWeights& w, F32Mat in, F32Mat dst) {
   // probs = route(x W_router^T): each token's k experts and their weights
   F32Mat logits = mat(buf_->moe_logits, w.routing.n_expert);
   be_->matmul(w.router, xn, logits);
+  if (w.router_bias.data) be_->add(logits, w.router_bias);
   int32_t* ids = reinterpret_cast<int32_t*>(buf_->moe_ids);
   be_->moe_route(logits, w.routing, ids, buf_->moe_weights);
-  // slot j of token t: down_e(silu(gate_e(x_t)) * up_e(x_t)), e = ids[t*k + j]
+  // slot j of token t: down_e(act(gate_e(x_t)) * up_e(x_t)), e = ids[t*k + j], each
+  // projection plus its expert's bias where the family has them (ggml's add_id)
   const auto slots = [&](float* data, int64_t cols) { return F32Mat{data, cols, n_slots, cols}; };
   const F32Mat g = slots(buf_->moe_gate, w.n_ff_exp), u = slots(buf_->moe_up, w.n_ff_exp),
                a = slots(buf_->moe_act, w.n_ff_exp), d = slots(buf_->moe_down, hp.n_embd);
-  be_->gated_up_id(Activation::SiLU, w.gate, w.up, MatmulInput{xn}, ids, k, g, u, a);
+  if (w.gate_bias.data || w.up_bias.data) {
+    be_->matmul_id(w.gate, xn, ids, k, g);
+    be_->matmul_id(w.up, xn, ids, k, u);
+    if (w.gate_bias.data) be_->add_id(g, w.gate_bias, ids);
+    if (w.up_bias.data) be_->add_id(u, w.up_bias, ids);
+    be_->glu(w.act, as_view(g), as_view(u), a);
+  } else {
+    be_->gated_up_id(w.act, w.gate, w.up, MatmulInput{xn}, ids, k, g, u, a);
+  }
   be_->matmul_id(w.down, as_view(a), ids, k, d);
+  if (w.down_bias.data) be_->add_id(d, w.down_bias, ids);
   // dst = sum_j weight_j * slot_j (+ sigmoid(x . shared_gate) * shared(x))
   F32Mat shared{}, shared_gate{};
   if (w.shared.n_ff > 0) {

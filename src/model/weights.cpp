@@ -138,10 +138,21 @@ const float* TensorBinder::vector(const std::string& name, int64_t n) {
   return store ? store->prepare_vector(v, n) : v;
 }
 
-const float* TensorBinder::file_vector(const std::string& name, int64_t n) {
+MatView TensorBinder::f32_table_optional(const std::string& name, int64_t cols, int64_t rows) {
+  if (!file_.find_tensor(name)) return MatView{};
+  const float* v = file_vector(name, cols, rows);
+  WeightStore* store = store_for(name, false);
+  const float* data = store ? store->prepare_vector(v, cols * rows) : v;
+  return MatView{DType::F32, cols, rows, static_cast<size_t>(cols) * sizeof(float), data};
+}
+
+// A 1-D f32 tensor of n elements, or (rows > 1) a 2-D one of rows x n.
+const float* TensorBinder::file_vector(const std::string& name, int64_t n, int64_t rows) {
   const gguf::TensorInfo* t = lookup(name, true);
-  if (t->n_elements() != n || t->ne[0] != n)
+  if (t->n_elements() != n * rows || t->ne[0] != n || (rows > 1 && t->ne[1] != rows)) {
+    if (rows > 1) fail(ErrorKind::Format, "tensor {}: expected {}x{}, file has {}", name, n, rows, shape_str(*t));
     fail(ErrorKind::Format, "tensor {}: expected {}, file has {}", name, n, shape_str(*t));
+  }
   if (t->type != DType::F32)
     fail(ErrorKind::Unsupported, "tensor {}: expected type F32, file has {}", name, dtype_name(t->type));
   if (reinterpret_cast<uintptr_t>(t->data) % alignof(float) != 0)

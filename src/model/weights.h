@@ -44,6 +44,9 @@ class TensorBinder {
   // A 1-D f32 vector of n elements (norm weights, biases).
   const float* vector(const std::string& name, int64_t n);
   const float* vector_optional(const std::string& name, int64_t n);
+  // An optional 2-D f32 table (GGUF shape [cols, rows]) prepared like a vector: a view of rows
+  // of cols floats (the experts' biases, one row per expert); data == nullptr when absent.
+  MatView f32_table_optional(const std::string& name, int64_t cols, int64_t rows);
   // An optional vector outside the blocks that layer il reads (rope_freqs.weight): prepared
   // once on each device that has such a layer (llama.cpp duplicates it per layer).
   const float* layer_vector_optional(const std::string& name, int64_t n, int il);
@@ -55,7 +58,7 @@ class TensorBinder {
  private:
   const gguf::TensorInfo* lookup(const std::string& name, bool required);
   MatView file_matrix(const std::string& name, int64_t cols, int64_t rows);
-  const float* file_vector(const std::string& name, int64_t n);
+  const float* file_vector(const std::string& name, int64_t n, int64_t rows = 1);
   WeightStore* store_for(const std::string& name, bool matmul) const;
   const gguf::File& file_;
   WeightStore* host_ = nullptr;

@@ -19,6 +19,8 @@ const std::vector<FileType>& table() {
       {"Q4_K", DType::Q4_K, false, 14}, {"Q5_K", DType::Q5_K, false, 16},
       {"Q6_K", DType::Q6_K, false, 18}, {"Q4_K_M", DType::Q4_K, true, 15},
       {"Q5_K_M", DType::Q5_K, true, 17},
+      // llama.cpp's MXFP4_MOE (gpt-oss): 3-D expert tensors MXFP4, other matrices Q8_0.
+      {"MXFP4_MOE", DType::MXFP4, false, 38},
   };
   return t;
 }

@@ -16,7 +16,7 @@ struct FileType {
   uint32_t llama_ftype; // general.file_type (llama.cpp's llama_ftype)
 };
 
-// Case-insensitive: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m (q4_k
+// Case-insensitive: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q4_k q5_k q6_k q4_k_m q5_k_m mxfp4_moe (q4_k
 // and q5_k mean the _S variants: every weight in that type). Throws Error(InvalidArgument)
 // listing the accepted names.
 FileType parse_file_type(std::string_view name);

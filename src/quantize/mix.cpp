@@ -58,6 +58,8 @@ int TypePlan::ordinal(std::string_view name) const {
 DType TypePlan::type_for(std::string_view name, const std::vector<int64_t>& shape) const {
   if (shape.size() <= 1 || !ends_with(name, ".weight")) return DType::F32;           // rule 1
   if (ends_with(name, "ffn_gate_inp.weight")) return DType::F32;                    // rule 7
+  if (ft_.base == DType::MXFP4)                                                      // rule 8
+    return fallback_type(shape.size() > 2 && shape[2] > 1 ? DType::MXFP4 : DType::Q8_0, shape[0]);
   if (is_float_type(ft_.base)) return ft_.base;                                      // rule 2
   DType t = ft_.base;
   const bool is_output = name == "output.weight" || (!has_output_ && name == "token_embd.weight");

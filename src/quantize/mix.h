@@ -18,6 +18,8 @@
 //     take i from the tensor's layer (one layer may hold ffn_down_exps and ffn_down_shexp);
 //     with exactly 8 experts (Mixtral) attn_v and attn_k get Q8_0, and attn_output Q5_K for
 //     Q4_K and Q4_K_M.
+//  8. MXFP4_MOE (gpt-oss's release type): 3-D expert tensors MXFP4, every other matrix
+//     (the output and token embedding included) Q8_0; rules 1 and 7 still apply.
 // Dropped relative to llama.cpp: rules for types ember does not write (Q2_K, Q3_K, IQ*)
 // and falcon/70B special cases.
 #pragma once

@@ -32,7 +32,8 @@ int32_t read_id(const gguf::File& f, const char* key, int32_t fallback, int n_vo
 bool ends_a_turn(std::string_view text) {
   static constexpr std::string_view kEndOfTurn[] = {
       "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-      "<|end_of_text|>", "<EOT>", "<|EOT|>", "<｜end▁of▁sentence｜>", "</s>"};
+      "<|end_of_text|>", "<EOT>", "<|EOT|>", "<｜end▁of▁sentence｜>", "</s>",
+      "<|return|>", "<|call|>"};  // gpt-oss (Harmony): the end of a reply, and of a tool call
   for (auto t : kEndOfTurn) {
     if (text == t) return true;
   }
@@ -175,6 +176,14 @@ std::vector<int32_t> eog_ids_of(const Vocab& v) {
     const bool special = t.type == TokenType::Control || t.type == TokenType::UserDefined;
     if (special && ends_a_turn(t.text) && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
+  // Harmony (gpt-oss) ends a message with <|end|> and the reply with <|return|> or <|call|>:
+  // where both of those are there, <|end|> does not end generation (as llama.cpp).
+  const auto text_of = [&](int32_t id) { return std::string_view(v.tokens[id].text); };
+  const auto has = [&](std::string_view text) {
+    return std::any_of(ids.begin(), ids.end(), [&](int32_t id) { return text_of(id) == text; });
+  };
+  if (has("<|return|>") && has("<|call|>"))
+    std::erase_if(ids, [&](int32_t id) { return text_of(id) == "<|end|>"; });
   return ids;
 }
 

@@ -102,6 +102,12 @@ void CpuBackend::matmul_id(std::span<const MatView> experts, const MatView& x, c
   ops::matmul_id(pool_, {{experts, y}}, x, ids, n_used);
 }
 
+void CpuBackend::add_id(F32Mat a, const MatView& bias, const int32_t* ids) { ops::add_id(pool_, a, bias, ids); }
+
+void CpuBackend::glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) {
+  ops::glu(pool_, act, gate, up, out);
+}
+
 void CpuBackend::moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
                              const MatView& shared_gate, F32Mat out) {
   ops::moe_combine(pool_, experts, weights, n_used, shared, shared_gate, out);

@@ -55,6 +55,8 @@ class CpuBackend final : public Backend {
   void gated_up_id(Activation act, std::span<const MatView> w_gate, std::span<const MatView> w_up, const MatmulInput& x,
                    const int32_t* ids, int n_used, F32Mat gate, F32Mat up, F32Mat out) override;
   void matmul_id(std::span<const MatView> experts, const MatView& x, const int32_t* ids, int n_used, F32Mat y) override;
+  void add_id(F32Mat a, const MatView& bias, const int32_t* ids) override;
+  void glu(Activation act, const MatView& gate, const MatView& up, F32Mat out) override;
   void moe_combine(const MatView& experts, const float* weights, int n_used, const MatView& shared,
                    const MatView& shared_gate, F32Mat out) override;
   void rerope_rows(DType type, void* base, size_t row_bytes, int64_t row_elems, int64_t n_rows, const int32_t* rows,

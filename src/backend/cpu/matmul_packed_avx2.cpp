@@ -10,6 +10,7 @@ const PackedKernel* packed_kernel_avx2(DType w) {
     case DType::Q5_K: return &kPackedQ5_Kx8Avx2;
     case DType::Q6_K: return &kPackedQ6_Kx8Avx2;
     case DType::Q8_0: return &kPackedQ8_0x8Avx2;
+    case DType::MXFP4: return &kPackedMXFP4x8Avx2;
     case DType::F16: return &kPackedF16x8Avx2;
     default: return nullptr;
   }

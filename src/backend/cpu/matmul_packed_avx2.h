@@ -11,5 +11,6 @@ extern const PackedKernel kPackedQ5_Kx8Avx2;  // matmul_packed_q5_k_avx2.cpp
 extern const PackedKernel kPackedQ6_Kx8Avx2;  // matmul_packed_q6_k_avx2.cpp
 extern const PackedKernel kPackedQ8_0x8Avx2;  // matmul_packed_q8_0_avx2.cpp
 extern const PackedKernel kPackedF16x8Avx2;   // matmul_packed_f16_avx2.cpp
+extern const PackedKernel kPackedMXFP4x8Avx2; // matmul_packed_mxfp4_avx2.cpp
 
 }  // namespace ember::cpu

@@ -28,6 +28,7 @@ void tile_q8_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t 
 void tile_q4_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q4_k_avx512.cpp
 void tile_q5_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q5_k_avx512.cpp
 void tile_q6_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q6_k_avx512.cpp
+void tile_mxfp4(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_mxfp4_avx512.cpp
 }  // namespace EMBER_AVX512_NS
 #endif
 

@@ -11,6 +11,7 @@ void rope(F32Mat x, int head_dim, const int32_t* pos, const RopeParams& p);
 void add(F32Mat a, const MatView& b);
 void mul(F32Mat a, const MatView& b);
 void scale(F32Mat a, float s);
+void add_id(F32Mat a, const MatView& b, const int32_t* ids);  // a[r] += b[ids[r]]
 void softmax(F32Mat a);
 void swiglu(const MatView& gate, const MatView& up, F32Mat out);
 void geglu(const MatView& gate, const MatView& up, F32Mat out);
