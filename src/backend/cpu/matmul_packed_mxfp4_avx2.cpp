@@ -130,19 +130,9 @@ template <int G, int RN>
 }
 
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  constexpr int G = 2, RN = 4;
-  if (c1 - c0 < RN) {
-    for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
-      n == 2 ? micro<2, 1>(p, gs[0], gs[1] - gs[0], r1, c) : micro<1, 1>(p, gs[0], 1, r1, c);
-    });
-    return;
-  }
-  for_each_group_tile<G, RN>(
-      kRows, r0, r1, c0, c1, [&](int64_t g, int64_t c) { micro<G, RN>(p, g, 1, r1, c); },
-      [&](int64_t g, int64_t c) { micro<1, RN>(p, g, 1, r1, c); },
-      [&](int64_t g0, int64_t g1, int64_t c) {
-        for (int64_t g = g0; g < g1; ++g) micro<1, 1>(p, g, 1, r1, c);
-      });
+  packed_group_walk<2, 4>(kRows, r0, r1, c0, c1, [&]<int G, int RN>(int64_t g, int64_t step, int64_t c) {
+    micro<G, RN>(p, g, step, r1, c);
+  });
 }
 
 }  // namespace
