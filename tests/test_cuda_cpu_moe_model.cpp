@@ -1,6 +1,7 @@
 // Mixture-of-experts models on the CUDA backend, its kernels' own source run on the CPU
-// (DeviceKind::CudaOnCpu): qwen3moe (softmax, renormalised top-k) and qwen2moe (shared
-// expert with a sigmoid gate) give the CPU backend's logits, prompt and decode alike (the
+// (DeviceKind::CudaOnCpu): qwen3moe (softmax, renormalised top-k), qwen2moe (shared
+// expert with a sigmoid gate), olmoe and gpt-oss (MXFP4 experts with biases, sinks) give
+// the CPU backend's logits, prompt and decode alike (the
 // decode steps captured and replayed as CUDA graphs); a sequence's logits are bitwise the
 // same decoded alone (the one-token expert path) and batched with another (the grouped
 // path); -ngl places MoE layers on the device like any other; replayed graphs give the
@@ -51,6 +52,10 @@ void check_moe_on_cuda_cpu(const std::string& arch, const std::string& type, dou
 // blocks (as the dense families' checks).
 TEST_CASE("cuda on cpu: qwen3moe") { check_moe_on_cuda_cpu("qwen3moe", "q8_0", 1e-3); }
 TEST_CASE("cuda on cpu: qwen2moe (shared expert, sigmoid gate)") { check_moe_on_cuda_cpu("qwen2moe", "q4_k_m", 1e-3); }
+TEST_CASE("cuda on cpu: olmoe (full-row q/k norms, no renormalisation)") { check_moe_on_cuda_cpu("olmoe", "q8_0", 1e-3); }
+// gpt-oss: MXFP4 experts with biases (add_id), router bias, top-k then softmax, the clamped
+// SwiGLU, attention sinks and a window on even layers.
+TEST_CASE("cuda on cpu: gpt-oss (mxfp4_moe)") { check_moe_on_cuda_cpu("gpt-oss", "mxfp4_moe", 1e-3); }
 
 TEST_CASE("cuda on cpu: a MoE sequence's logits are bitwise the same alone and batched") {
   auto model = Model::load(tiny_moe_model("qwen2moe", "q4_k_m"), on_cuda_cpu());
