@@ -21,7 +21,11 @@ namespace ember::cpu {
 // Weight bytes per second (GB/s, 1e9) of one regime, best of its repeats, per variant.
 struct VariantSpeeds {
   std::array<double, kVariants> gbs = {};
-  Variant faster() const { return gbs[1] > gbs[0] ? Variant::Avx512 : Variant::Avx2; }
+  // AVX2 only when it measured clearly faster: a tie or a gap within run-to-run noise keeps
+  // the widest kernel, so that noise does not flip the cached choice from run to run (Q6_K
+  // decode did, 2-3% apart, on the Sapphire Rapids VM).
+  static constexpr double kAvx2Margin = 1.03;
+  Variant faster() const { return gbs[0] > gbs[1] * kAvx2Margin ? Variant::Avx2 : Variant::Avx512; }
 };
 
 struct TypeSpeeds {
