@@ -15,6 +15,7 @@
 #include "gguf/gguf_writer.h"
 #include "models/model_support.h"
 #include "models/scheduler_support.h"
+#include "moe_invariance.h"
 #include "moe_models.h"
 #include "quantize/mix.h"
 #include "tokenizer/tokenizer.h"
@@ -82,43 +83,12 @@ TEST_CASE("gpt-oss binds sinks on every layer and the window on the even ones; i
 TEST_CASE("gpt-oss: a sequence's logits are bitwise the same alone and batched with other sequences") {
   for (const char* type : {"mxfp4_moe", "f32"}) {
     CAPTURE(type);
-    auto model = Model::load(tiny_moe_model("gpt-oss", type), quiet_load());
-    const std::vector<int32_t> a = prompt_of(60, 1), other = prompt_of(45, 2);
-    ThreadPool pool(2);
-    Context solo(*model, options(3), pool), mixed(*model, options(3), pool);
-    const std::vector<float> want = run_batch(solo, a, 0, a.size());
-    std::vector<float> got;
-    for (size_t begin = 0; begin < a.size(); begin += 7) {
-      Batch b;
-      for (size_t i = 0; i < 5 && begin / 7 * 5 + i < other.size(); ++i) b.add(other[begin / 7 * 5 + i], -1, 0, true);
-      for (size_t i = begin; i < std::min(a.size(), begin + 7); ++i) b.add(a[i], -1, 1, true);
-      if (begin < 30) b.add(other[begin], -1, 2, false);
-      const std::span<const float> l = mixed.decode(b);
-      const size_t n_other = static_cast<size_t>(b.n_outputs()) - std::min<size_t>(7, a.size() - begin);
-      got.insert(got.end(), l.begin() + n_other * mixed.n_vocab(), l.end());
-    }
-    REQUIRE(got.size() == want.size());
-    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    check_logits_alone_equal_batched(*Model::load(tiny_moe_model("gpt-oss", type), quiet_load()));
   }
 }
 
 TEST_CASE("gpt-oss: concurrent scheduled requests give exactly what each gives alone") {
-  auto model = Model::load(tiny_moe_model("gpt-oss", "mxfp4_moe"), quiet_load());
-  std::vector<SequenceRequest> reqs;
-  for (int i = 0; i < 5; ++i) reqs.push_back(request(prompt_of(5 + 11 * i, i), 10 + 2 * i, i % 2 ? 1.0f : 0.0f, 700 + i));
-  std::vector<std::vector<int32_t>> want;
-  for (const SequenceRequest& r : reqs) want.push_back(alone(*model, r));
-  ThreadPool pool(2);
-  Context ctx(*model, options(5), pool);
-  std::map<int, std::vector<int32_t>> got;
-  Scheduler sched(ctx, SchedulerOptions{5, 16}, Scheduler::Events{[&](int id, int32_t t) { got[id].push_back(t); }, nullptr});
-  for (const SequenceRequest& r : reqs) sched.submit(r);
-  while (sched.step()) {
-  }
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    CAPTURE(i);
-    CHECK(got[static_cast<int>(i)] == want[i]);
-  }
+  check_scheduled_equal_alone(*Model::load(tiny_moe_model("gpt-oss", "mxfp4_moe"), quiet_load()), 5, 700, {16});
 }
 
 TEST_CASE("MXFP4_MOE rules follow llama.cpp: experts MXFP4, other matrices Q8_0, routers and vectors F32") {

@@ -14,6 +14,7 @@
 #include "gguf/gguf.h"
 #include "models/model_support.h"
 #include "models/scheduler_support.h"
+#include "moe_invariance.h"
 #include "moe_models.h"
 #include "quantize/mix.h"
 #include "util/error.h"
@@ -79,25 +80,9 @@ TEST_CASE("MoE: a sequence's logits are bitwise the same alone and batched with 
     for (const char* type : {"q4_k_m", "q8_0", "f16"}) {
       if (std::string(arch) != "qwen3moe" && std::string(type) != "q4_k_m") continue;
       const std::string arch_name = arch;
-    CAPTURE(arch_name);
+      CAPTURE(arch_name);
       CAPTURE(type);
-      auto model = Model::load(tiny_moe_model(arch, type), quiet_load());
-      const std::vector<int32_t> a = prompt_of(60, 1), other = prompt_of(45, 2);
-      ThreadPool pool(2);
-      Context solo(*model, options(3), pool), mixed(*model, options(3), pool);
-      const std::vector<float> want = run_batch(solo, a, 0, a.size());
-      std::vector<float> got;
-      for (size_t begin = 0; begin < a.size(); begin += 7) {
-        Batch b;
-        for (size_t i = 0; i < 5 && begin / 7 * 5 + i < other.size(); ++i) b.add(other[begin / 7 * 5 + i], -1, 0, true);
-        for (size_t i = begin; i < std::min(a.size(), begin + 7); ++i) b.add(a[i], -1, 1, true);
-        if (begin < 30) b.add(other[begin], -1, 2, false);
-        const std::span<const float> l = mixed.decode(b);
-        const size_t n_other = static_cast<size_t>(b.n_outputs()) - std::min<size_t>(7, a.size() - begin);
-        got.insert(got.end(), l.begin() + n_other * mixed.n_vocab(), l.end());
-      }
-      REQUIRE(got.size() == want.size());
-      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+      check_logits_alone_equal_batched(*Model::load(tiny_moe_model(arch, type), quiet_load()));
     }
   }
 }
@@ -106,27 +91,8 @@ TEST_CASE("MoE: concurrent scheduled requests give exactly what each gives alone
   for (const char* arch : {"qwen3moe", "qwen2moe"}) {
     const std::string arch_name = arch;
     CAPTURE(arch_name);
-    auto model = Model::load(tiny_moe_model(arch), quiet_load());
-    std::vector<SequenceRequest> reqs;
-    for (int i = 0; i < 6; ++i)
-      reqs.push_back(request(prompt_of(5 + 11 * i, i), 10 + 2 * i, i % 2 ? 1.0f : 0.0f, 500 + i));
-    std::vector<std::vector<int32_t>> want;
-    for (const SequenceRequest& r : reqs) want.push_back(alone(*model, r));
-    for (const int batch_tokens : {512, 16}) {  // all at once; chunked prefill beside decodes
-      CAPTURE(batch_tokens);
-      ThreadPool pool(2);
-      Context ctx(*model, options(6), pool);
-      std::map<int, std::vector<int32_t>> got;
-      Scheduler sched(ctx, SchedulerOptions{6, batch_tokens},
-                      Scheduler::Events{[&](int id, int32_t t) { got[id].push_back(t); }, nullptr});
-      for (const SequenceRequest& r : reqs) sched.submit(r);
-      while (sched.step()) {
-      }
-      for (size_t i = 0; i < reqs.size(); ++i) {
-        CAPTURE(i);
-        CHECK(got[static_cast<int>(i)] == want[i]);
-      }
-    }
+    // All at once, and chunked prefill beside decodes.
+    check_scheduled_equal_alone(*Model::load(tiny_moe_model(arch), quiet_load()), 6, 500, {512, 16});
   }
 }
 
