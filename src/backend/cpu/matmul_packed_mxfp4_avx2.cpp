@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "backend/cpu/matmul_packed_avx2.h"
+#include "backend/cpu/mxfp4_scales_avx2.h"
 #include "backend/cpu/packed_tiles.h"
 
 namespace ember::cpu {
@@ -53,18 +54,6 @@ inline int32_t load_i32(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
   return v;
-}
-
-// The 8 rows' half scales 2^(e - 128) from their exponents, bit for bit mxfp4_half_scale:
-// (e - 1) << 23 for e >= 2, the subnormals 0x00200000 << e for e = 0, 1.
-inline __m256 half_scales(const uint8_t* e8) {
-  int64_t raw;
-  std::memcpy(&raw, e8, 8);
-  const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(raw));
-  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-  const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-  const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
-  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, small));
 }
 
 // Groups g, g + step, .. g + (G-1) step for tokens c .. c+RN-1 (r_end: the matrix's row
@@ -116,7 +105,7 @@ template <int G, int RN>
       }
     }
     for (int i = 0; i < G; ++i) {
-      const __m256 d = half_scales(scales[i] + b * kScaleBytes);
+      const __m256 d = mxfp4_half_scales(scales[i] + b * kScaleBytes);
       for (int j = 0; j < RN; ++j) {
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(s[i][j], ones));
         acc[i][j] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a[j][b].d)), dot, acc[i][j]);

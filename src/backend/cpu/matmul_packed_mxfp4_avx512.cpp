@@ -11,6 +11,7 @@
 // batch).
 #include "backend/cpu/avx512_intrinsics.h"
 #include "backend/cpu/matmul_packed_avx512.h"
+#include "backend/cpu/mxfp4_scales_avx2.h"
 #include "backend/cpu/packed_tiles_avx512.h"
 
 namespace ember::cpu::EMBER_AVX512_NS {
@@ -21,22 +22,9 @@ constexpr size_t kScaleBytes = kGroupRows;                  // per block: one ex
 constexpr size_t kCodeBytes = kGroupRows * QK_MXFP4 / 2;    // per block: 4 loads of 32 B
 constexpr int kLoads = QK_MXFP4 / 8;
 
-// 8 rows' half scales from their exponents at e8, bit for bit mxfp4_half_scale ((e - 1) << 23
-// for e >= 2, the subnormals 0x00200000 << e for e = 0, 1). AVX2 halves: SIMDe 0.7.4 has no
-// 512-bit byte widening.
-inline __m256 half_scales(const uint8_t* e8) {
-  int64_t raw;
-  std::memcpy(&raw, e8, 8);
-  const __m256i e = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(raw));
-  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-  const __m256i sub = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-  const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
-  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, sub, small));
-}
-
 // The 16 rows' half scales: 8 exponents at lo (rows 0-7), 8 at hi (rows 8-15).
 inline __m512 half_scale_pair(const uint8_t* lo, const uint8_t* hi) {
-  return _mm512_insertf32x8(_mm512_castps256_ps512(half_scales(lo)), half_scales(hi), 1);
+  return _mm512_insertf32x8(_mm512_castps256_ps512(mxfp4_half_scales(lo)), mxfp4_half_scales(hi), 1);
 }
 
 // Adds the products of the looked-up codes w and the activations av to dot.
