@@ -26,10 +26,12 @@
 #define EMBER_AVX512_NS avx512_emulated
 #else
 // GCC 12's AVX-512 headers start intrinsics from a self-initialised "undefined" vector, which
-// -Wmaybe-uninitialized reports wherever they are inlined (GCC bug 105593, fixed in 13). Set
-// before the header, for the AVX-512 translation units only.
+// -Wmaybe-uninitialized (and, for _mm512_castps256_ps512, -Wuninitialized) reports wherever
+// they are inlined (GCC bug 105593, fixed in 13). Set before the header, for the AVX-512
+// translation units only.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VL__) || !defined(__AVX512VNNI__)
 #error "*_avx512.cpp files are built with the AVX-512 F/BW/VL/VNNI flags (or EMBER_AVX512_EMULATED)"
