@@ -109,10 +109,17 @@ void ThreadPool::for_each_index(int64_t n, const std::function<void(int64_t)>& f
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  std::atomic<int64_t> next{0};
-  run([&](int, int) {
-    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed))
-      fn(i);
+  // One captured pointer keeps the lambda within std::function's inline storage: no heap
+  // allocation per call on the decode path.
+  struct Job {
+    std::atomic<int64_t> next{0};
+    int64_t n;
+    const std::function<void(int64_t)>& fn;
+  } job{0, n, fn};
+  run([j = &job](int, int) {
+    for (int64_t i = j->next.fetch_add(1, std::memory_order_relaxed); i < j->n;
+         i = j->next.fetch_add(1, std::memory_order_relaxed))
+      j->fn(i);
   });
 }
 
