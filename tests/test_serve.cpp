@@ -1,7 +1,8 @@
-// `ember serve` end to end on the aidreams260K checkpoint: streamed and whole answers agree,
-// parallel clients each get what `ember run` gives them alone, stop strings, log-probabilities,
-// /metrics, a client that hangs up mid-stream gives its sequence and blocks back, and
-// --draft MODEL keeps every answer while /metrics counts its drafts.
+// `ember serve` end to end on the aidreams260K checkpoint and tiny MoE files (gpt-oss
+// included): streamed and whole answers agree, parallel clients each get what `ember run`
+// gives them alone, stop strings, log-probabilities, /metrics, a client that hangs up
+// mid-stream gives its sequence and blocks back, and --draft MODEL keeps every answer while
+// /metrics counts its drafts.
 #include <doctest/doctest.h>
 
 #include "moe_models.h"
@@ -121,6 +122,10 @@ TEST_CASE("parallel clients each get what run gives their request alone") {
 
 TEST_CASE("parallel clients of a mixture-of-experts model each get what run gives them alone") {
   check_parallel_clients_equal_run(tiny_moe_model("qwen3moe"));  // steps group rows by expert across clients
+}
+
+TEST_CASE("parallel clients of gpt-oss (MXFP4 experts, sinks, sliding window) each get what run gives alone") {
+  check_parallel_clients_equal_run(tiny_moe_model("gpt-oss", "mxfp4_moe"));
 }
 
 TEST_CASE("a stop string ends the text before it, streamed or not") {
