@@ -17,6 +17,7 @@
 #include "backend/kv_types.h"
 #include "cli/commands.h"
 #include "cli/llama_flags.h"
+#include "engine/loaded_model.h"
 #include "eval/logprob_store.h"
 #include "eval/perplexity.h"
 #include "model/model.h"
@@ -104,6 +105,7 @@ int run_perplexity(const PerplexityArgs& a) {
   lo.gpu_layers = a.gpu_layers;
   auto model = Model::load(a.model, lo);
   ThreadPool pool(n_threads);
+  choose_cpu_kernels(pool, *model, /*verbose=*/true);
   eval::EvalOptions opt;
   opt.n_batch = a.n_batch;
 

@@ -10,6 +10,12 @@
 
 namespace ember {
 
+void choose_cpu_kernels(ThreadPool& pool, const Model& model, bool verbose) {
+  cpu::KernelChoiceOptions choice = cpu::default_kernel_choice_options();
+  choice.verbose = verbose;
+  cpu::choose_packed_kernels(pool, model.cpu_repacked_matrices(), choice);
+}
+
 LoadedModel load_model(const ModelSetup& setup) {
   const auto start = std::chrono::steady_clock::now();
   LoadedModel m;
@@ -25,11 +31,7 @@ LoadedModel load_model(const ModelSetup& setup) {
   }
   m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(m.model->gguf()));
   m.pool = std::make_unique<ThreadPool>(setup.n_threads > 0 ? setup.n_threads : ThreadPool::default_threads());
-  // Which packed kernel variant each regime uses, measured on this model's matrices once
-  // per CPU model and cached (backend/cpu/kernel_choice_setup.h).
-  cpu::KernelChoiceOptions choice = cpu::default_kernel_choice_options();
-  choice.verbose = setup.verbose;
-  cpu::choose_packed_kernels(*m.pool, m.model->cpu_repacked_matrices(), choice);
+  choose_cpu_kernels(*m.pool, *m.model, setup.verbose);
   ContextOptions context = setup.context;
   context.print_plan = setup.verbose;
   // Like llama.cpp, a context shift never drops the BOS token: --keep counts after it.

@@ -27,6 +27,11 @@ struct LoadedModel {
   double load_ms = 0;  // model + tokenizer + context, wall clock
 };
 
+// Which packed kernel variant each regime uses on `model`'s matrices, measured once per CPU
+// model and cached (backend/cpu/kernel_choice_setup.h); for every command that runs a model,
+// draft models and perplexity included. `verbose`: a line on stderr when it measures.
+void choose_cpu_kernels(ThreadPool& pool, const Model& model, bool verbose);
+
 // Throws the loader's errors (Io, Format, Unsupported, OutOfMemory, InvalidArgument).
 LoadedModel load_model(const ModelSetup& setup);
 

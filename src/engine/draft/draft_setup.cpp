@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "engine/draft/vocab_compat.h"
+#include "engine/loaded_model.h"
 #include "util/error.h"
 
 namespace ember {
@@ -23,6 +24,7 @@ DraftContext load_draft_context(const DraftOptions& options, const Context& targ
   DraftContext d;
   d.model = Model::load(options.model_path, {.print_plan = verbose, .gpu_layers = options.gpu_layers});
   require_compatible_vocab(tok.vocab(), Vocab::from_gguf(d.model->gguf()));
+  choose_cpu_kernels(pool, *d.model, verbose);  // the draft's types may not be the target's
   ContextOptions ctx = target.options();
   ctx.n_ctx = target.n_ctx();
   ctx.k_type = ctx.v_type = DType::F16;
