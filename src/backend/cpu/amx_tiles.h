@@ -1,0 +1,106 @@
+// What the AMX kernels (matmul_packed_amx.h) share: the tile configuration, the per-thread
+// staging buffer for weight tiles, and the walk over rows and tokens.
+// Included by *_amx.cpp files only, after avx512_intrinsics.h (built with -mamx-tile
+// -mamx-int8 besides the AVX-512 flags).
+#pragma once
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/matmul_kernels.h"
+
+#if !defined(__AMX_TILE__) || !defined(__AMX_INT8__)
+#error "*_amx.cpp files are built with -mamx-tile -mamx-int8"
+#endif
+
+namespace ember::cpu::amx {
+
+constexpr int kTileTokens = 16;  // the rows of an A or C tile
+constexpr int kGroupRows = 8;    // the AVX2 kernels' group height; a tile's 16 columns: two groups
+
+// The 64-byte operand of ldtilecfg (palette 1): tile i has rows[i] rows of colsb[i] bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+
+  // Tile i as rows x colsb.
+  constexpr TileConfig& tile(int i, int n_rows, int n_colsb) {
+    rows[i] = static_cast<uint8_t>(n_rows);
+    colsb[i] = static_cast<uint16_t>(n_colsb);
+    return *this;
+  }
+};
+static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
+
+// Loads the configuration for the call and releases the tiles when it ends (a thread that
+// holds none has no tile state for the OS to save at a context switch).
+class TileScope {
+ public:
+  explicit TileScope(const TileConfig& config) { _tile_loadconfig(&config); }
+  ~TileScope() { _tile_release(); }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+};
+
+// The tile instructions, with the tile numbers as template arguments. GCC 12's intrinsics
+// (_tile_loadd and friends) paste their tile argument into the instruction text, so they take
+// only literal numbers, and their asm declares no memory effects: a tile load could then be
+// moved before the stores that fill its buffer, or a load of the buffer before the tile store.
+// These say "memory" so that every tile instruction stays in order with the code around it.
+template <int T>
+inline void tile_load(const void* base, size_t stride) {
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm%c2" : : "r"(base), "r"(stride), "i"(T) : "memory");
+}
+template <int T>
+inline void tile_store(void* base, size_t stride) {
+  __asm__ volatile("tilestored %%tmm%c2, (%0,%1,1)" : : "r"(base), "r"(stride), "i"(T) : "memory");
+}
+template <int T>
+inline void tile_zero() {
+  __asm__ volatile("tilezero %%tmm%c0" : : "i"(T) : "memory");
+}
+// C += A x B over signed A and signed B bytes (tdpbssd), or signed A, unsigned B (tdpbsud).
+template <int C, int A, int B>
+inline void tile_dot_ss() {
+  __asm__ volatile("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B) : "memory");
+}
+template <int C, int A, int B>
+inline void tile_dot_su() {
+  __asm__ volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B) : "memory");
+}
+
+// This thread's buffer of at least `bytes` bytes, 64-byte aligned, reused across calls.
+inline uint8_t* staging_buffer(size_t bytes) {
+  thread_local std::vector<uint8_t> buffer;
+  if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
+  const uintptr_t at = reinterpret_cast<uintptr_t>(buffer.data());
+  return buffer.data() + ((64 - at % 64) % 64);
+}
+
+// The walk of an AMX kernel over rows [r0, r1) and tokens [c0, c1): per block of
+// kTokenBlock tokens and pair of groups (g, and g+1 when pair), stage(g, pair) lays out the
+// weight tiles once, then tile16(g, pair, c) computes tokens c .. c+15. The tokens left after
+// the last whole 16 go to `rest` (the AVX-512 kernel), over the same rows. A kernel stores
+// min(16, r1 - 8g) rows of a pair: a group without its pair is the range's last.
+template <class Stage, class Tile16>
+inline void for_each_pair_tile16(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1, TileFn rest,
+                                 Stage&& stage, Tile16&& tile16) {
+  const int64_t c_full = c0 + (c1 - c0) / kTileTokens * kTileTokens;
+  const int64_t g0 = r0 / kGroupRows, g1 = (r1 + kGroupRows - 1) / kGroupRows;
+  for (int64_t cb = c0; cb < c_full; cb += kTokenBlock) {
+    const int64_t ce = cb + kTokenBlock < c_full ? cb + kTokenBlock : c_full;
+    for (int64_t g = g0; g < g1; g += 2) {
+      const bool pair = g + 1 < g1;
+      stage(g, pair);
+      for (int64_t c = cb; c < ce; c += kTileTokens) tile16(g, pair, c);
+    }
+  }
+  if (c_full < c1) rest(p, r0, r1, c_full, c1);
+}
+
+}  // namespace ember::cpu::amx

@@ -1,0 +1,160 @@
+// Packed Q4_K with AMX int8 (see matmul_packed_amx.h): the groups of
+// matmul_packed_q4_k_avx2.cpp (per super-block a 128-byte head of fp16 d, dmin and the packed
+// 6-bit scales, then load 8j+q of the codes: dword r holds 4 bytes of row r, low nibbles
+// sub-block 2j, high nibbles 2j+1).
+//
+// The AVX-512 kernel sums a super-block as isum = sum_g sc_g * S_g, one int32 dot S_g per
+// sub-block of 32. Storing 8 dot tiles per super-block would cost more than it saves, so the
+// 6-bit scale goes into the weights instead: sc = 16 * hi + lo with lo <= 15 and hi <= 3, and
+// the staged B tiles hold the bytes u * lo (<= 225, unsigned) and u * hi (<= 45). Two tile
+// sums over the whole super-block (tdpbsud: signed activations, unsigned weights) give
+//   C_lo = sum_g lo_g * S_g,  C_hi = sum_g hi_g * S_g,  isum = C_lo + 16 * C_hi
+// exactly (|C_lo| <= 256 * 225 * 127 < 2^23): the AVX-512 kernel's integer. The mins term and
+// the f32 steps
+//   y_r += d_r * da * isum_r - dmin_r * da * M_r
+// are that kernel's (packed_q45_k_avx512.h), in its order: bitwise the same outputs.
+#include "backend/cpu/avx512_intrinsics.h"
+#define EMBER_AMX_KERNEL
+#include "backend/cpu/amx_tiles.h"
+#include "backend/cpu/matmul_packed_amx.h"
+#include "backend/cpu/matmul_packed_avx512.h"
+#include "backend/cpu/packed_q45_k_avx512.h"
+
+namespace ember::cpu::amx {
+
+namespace {
+
+namespace simd512 = avx512::simd512;
+using avx512::q45x16::mins_dot;
+using avx512::q45x16::RowScales16;
+
+constexpr size_t kCodeBytes = 32 * 32;                     // per super-block and group
+constexpr size_t kSuperBytes = q45::kHeadBytes + kCodeBytes;
+static_assert(kSuperBytes == kGroupRows * sizeof(block_q4_K), "the AVX2 kernel's groups");
+constexpr size_t kTileBytes = 16 * 64;                     // one B tile: 16 x 64 B
+constexpr size_t kStagedBytes = 8 * kTileBytes;            // per super-block: (lo, hi) x 4 pairs
+constexpr int kScaleShift = 4;                             // sc = hi << 4 | lo
+
+// Tiles: 0, 5 activations (16 tokens x 64 B: a pair of sub-blocks); 1, 2 the weights times
+// lo and hi (16 x 64 B); 3, 4 and 6, 7 the sums C_lo, C_hi of two super-blocks in turn.
+constexpr TileConfig kConfig = TileConfig{}
+                                   .tile(0, kTileTokens, 64)
+                                   .tile(1, 16, 64)
+                                   .tile(2, 16, 64)
+                                   .tile(3, kTileTokens, 64)
+                                   .tile(4, kTileTokens, 64)
+                                   .tile(5, kTileTokens, 64)
+                                   .tile(6, kTileTokens, 64)
+                                   .tile(7, kTileTokens, 64);
+
+struct Pair {
+  const uint8_t* lo_group;
+  const uint8_t* hi_group;
+  Pair(const MatmulArgs& p, int64_t g, bool pair)
+      : lo_group(p.w + g * p.w_stride), hi_group(pair ? lo_group + p.w_stride : lo_group) {}
+  const uint8_t* lo(int64_t b) const { return lo_group + b * kSuperBytes; }
+  const uint8_t* hi(int64_t b) const { return hi_group + b * kSuperBytes; }
+};
+
+// A sub-block's scale part (lo or hi) of each row as the int16 pair of its dword, for mullo:
+// every product u * part fits its byte, so the 16-bit products carry nothing across bytes.
+inline __m512i scale_words(__m512i part) { return _mm512_or_si512(part, _mm512_slli_epi32(part, 16)); }
+
+// The B tiles of super-block b: tile 2sp + h holds pair sp's codes times the h part of the
+// scales (rows 0-7 sub-block 2sp, rows 8-15 sub-block 2sp+1).
+void stage_super_block(const Pair& pr, int64_t b, uint8_t* out) {
+  const RowScales16 scales(pr.lo(b) + q45::kScaleOff, pr.hi(b) + q45::kScaleOff);
+  const __m512i nibble = _mm512_set1_epi8(0x0F), low4 = _mm512_set1_epi32(0x0F);
+  for (int sp = 0; sp < 4; ++sp) {
+    const __m512i sc0 = scales.scale(2 * sp), sc1 = scales.scale(2 * sp + 1);
+    const __m512i lo0 = scale_words(_mm512_and_si512(sc0, low4)), lo1 = scale_words(_mm512_and_si512(sc1, low4));
+    const __m512i hi0 = scale_words(_mm512_srli_epi32(sc0, kScaleShift));
+    const __m512i hi1 = scale_words(_mm512_srli_epi32(sc1, kScaleShift));
+    uint8_t* tile_lo = out + (2 * sp) * kTileBytes;
+    uint8_t* tile_hi = tile_lo + kTileBytes;
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) {
+      const size_t at = q45::kHeadBytes + 256 * sp + 32 * q;
+      const __m512i raw = simd512::load_pair(pr.lo(b) + at, pr.hi(b) + at);
+      const __m512i u0 = _mm512_and_si512(raw, nibble);
+      const __m512i u1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+      _mm512_store_si512(tile_lo + 64 * q, _mm512_mullo_epi16(u0, lo0));
+      _mm512_store_si512(tile_lo + 64 * (8 + q), _mm512_mullo_epi16(u1, lo1));
+      _mm512_store_si512(tile_hi + 64 * q, _mm512_mullo_epi16(u0, hi0));
+      _mm512_store_si512(tile_hi + 64 * (8 + q), _mm512_mullo_epi16(u1, hi1));
+    }
+  }
+}
+
+void stage(const MatmulArgs& p, int64_t g, bool pair, uint8_t* staged) {
+  const Pair pr(p, g, pair);
+  for (int64_t b = 0; b < p.k / QK_K; ++b) stage_super_block(pr, b, staged + b * kStagedBytes);
+}
+
+// Super-block b's C_lo and C_hi of tokens c .. c+15 into tiles CL and CH (A the activations'
+// tile), stored to sums[0] and sums[1].
+template <int A, int CL, int CH>
+inline void super_block_sums(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b, int32_t (*sums)[256]) {
+  const uint8_t* act = p.a + c * p.a_stride + b * sizeof(block_q8_K) + offsetof(block_q8_K, qs);
+  const uint8_t* tiles = staged + b * kStagedBytes;
+  tile_zero<CL>();
+  tile_zero<CH>();
+  for (int sp = 0; sp < 4; ++sp) {
+    tile_load<A>(act + 64 * sp, p.a_stride);
+    tile_load<1>(tiles + (2 * sp) * kTileBytes, 64);
+    tile_dot_su<CL, A, 1>();
+    tile_load<2>(tiles + (2 * sp + 1) * kTileBytes, 64);
+    tile_dot_su<CH, A, 2>();
+  }
+  tile_store<CL>(sums[0], 64);
+  tile_store<CH>(sums[1], 64);
+}
+
+// The AVX-512 kernel's f32 steps of super-block b for tokens c .. c+15.
+inline void finish_super_block(const MatmulArgs& p, const Pair& pr, int64_t c, int64_t b, const int32_t (*sums)[256],
+                               __m512* acc) {
+  const RowScales16 scales(pr.lo(b) + q45::kScaleOff, pr.hi(b) + q45::kScaleOff);
+  const __m512i mins[4] = {scales.min_pair(0), scales.min_pair(1), scales.min_pair(2), scales.min_pair(3)};
+  const __m512 d = simd512::fp16_pair(pr.lo(b) + q45::kHalfOff, pr.hi(b) + q45::kHalfOff);
+  const __m512 dmin = simd512::fp16_pair(pr.lo(b) + q45::kMinHalfOff, pr.hi(b) + q45::kMinHalfOff);
+  for (int t = 0; t < kTileTokens; ++t) {
+    const block_q8_K& a = reinterpret_cast<const block_q8_K*>(p.a + (c + t) * p.a_stride)[b];
+    const __m512i isum = _mm512_add_epi32(_mm512_load_si512(sums[0] + 16 * t),
+                                          _mm512_slli_epi32(_mm512_load_si512(sums[1] + 16 * t), kScaleShift));
+    const __m512 da = _mm512_set1_ps(a.d);
+    const __m512 m = simd512::to_f32(mins_dot(mins, a.bsums));
+    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), simd512::to_f32(isum), acc[t]);
+    acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), m, acc[t]);
+  }
+}
+
+// Groups g and (when pair) g+1 for tokens c .. c+15; r_end: the range's last row + 1.
+void tile16(const MatmulArgs& p, const uint8_t* staged, int64_t g, bool pair, int64_t r_end, int64_t c) {
+  const int64_t nb = p.k / QK_K;
+  const Pair pr(p, g, pair);
+  alignas(64) int32_t sums[2][2][256];
+  __m512 acc[kTileTokens];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  super_block_sums<0, 3, 4>(p, staged, c, 0, sums[0]);
+  for (int64_t b = 0; b < nb; b += 2) {
+    if (b + 1 < nb) super_block_sums<5, 6, 7>(p, staged, c, b + 1, sums[1]);
+    finish_super_block(p, pr, c, b, sums[0], acc);
+    if (b + 1 >= nb) break;
+    if (b + 2 < nb) super_block_sums<0, 3, 4>(p, staged, c, b + 2, sums[0]);
+    finish_super_block(p, pr, c, b + 1, sums[1], acc);
+  }
+  const int64_t rows = r_end - g * kGroupRows;
+  for (int t = 0; t < kTileTokens; ++t) simd512::store_rows(p.y + (c + t) * p.y_stride + g * kGroupRows, acc[t], rows);
+}
+
+}  // namespace
+
+void tile_q4_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  const TileScope tiles(kConfig);
+  uint8_t* staged = staging_buffer(static_cast<size_t>(p.k / QK_K) * kStagedBytes);
+  for_each_pair_tile16(
+      p, r0, r1, c0, c1, avx512::tile_q4_k, [&](int64_t g, bool pair) { stage(p, g, pair, staged); },
+      [&](int64_t g, bool pair, int64_t c) { tile16(p, staged, g, pair, r1, c); });
+}
+
+}  // namespace ember::cpu::amx
