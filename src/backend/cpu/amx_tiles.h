@@ -84,12 +84,13 @@ inline uint8_t* staging_buffer(size_t bytes) {
 
 // The walk of an AMX kernel over rows [r0, r1) and tokens [c0, c1): per block of
 // kTokenBlock tokens and pair of groups (g, and g+1 when pair), stage(g, pair) lays out the
-// weight tiles once, then tile16(g, pair, c) computes tokens c .. c+15. The tokens left after
-// the last whole 16 go to `rest` (the AVX-512 kernel), over the same rows. A kernel stores
-// min(16, r1 - 8g) rows of a pair: a group without its pair is the range's last.
-template <class Stage, class Tile16>
+// weight tiles once, then tiles(g, pair, c, n) computes n (1 or 2) 16-token tiles from token
+// c. The tokens left after the last whole 16 go to `rest` (the AVX-512 kernel), over the same
+// rows. A kernel stores min(16, r1 - 8g) rows of a pair: a group without its pair is the
+// range's last.
+template <class Stage, class Tiles>
 inline void for_each_pair_tile16(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1, TileFn rest,
-                                 Stage&& stage, Tile16&& tile16) {
+                                 Stage&& stage, Tiles&& tiles) {
   const int64_t c_full = c0 + (c1 - c0) / kTileTokens * kTileTokens;
   const int64_t g0 = r0 / kGroupRows, g1 = (r1 + kGroupRows - 1) / kGroupRows;
   for (int64_t cb = c0; cb < c_full; cb += kTokenBlock) {
@@ -97,7 +98,7 @@ inline void for_each_pair_tile16(const MatmulArgs& p, int64_t r0, int64_t r1, in
     for (int64_t g = g0; g < g1; g += 2) {
       const bool pair = g + 1 < g1;
       stage(g, pair);
-      for (int64_t c = cb; c < ce; c += kTileTokens) tile16(g, pair, c);
+      for (int64_t c = cb; c < ce; c += 2 * kTileTokens) tiles(g, pair, c, c + 2 * kTileTokens <= ce ? 2 : 1);
     }
   }
   if (c_full < c1) rest(p, r0, r1, c_full, c1);

@@ -17,7 +17,8 @@ namespace ember::cpu {
 namespace {
 
 std::string speeds_text(const VariantSpeeds& s) {
-  return fmt::format("avx2 {:.1f} vs avx512 {:.1f} GB/s", s.gbs[0], s.gbs[1]);
+  const std::string amx = s.gbs[2] > 0 ? fmt::format(" vs amx {:.1f}", s.gbs[2]) : "";
+  return fmt::format("avx2 {:.1f} vs avx512 {:.1f}{} GB/s", s.gbs[0], s.gbs[1], amx);
 }
 
 // Why no table applies, or "" when the AVX-512 variants can run.

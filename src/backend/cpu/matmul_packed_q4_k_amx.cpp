@@ -35,13 +35,15 @@ constexpr size_t kTileBytes = 16 * 64;                     // one B tile: 16 x 6
 constexpr size_t kStagedBytes = 8 * kTileBytes;            // per super-block: (lo, hi) x 4 pairs
 constexpr int kScaleShift = 4;                             // sc = hi << 4 | lo
 
-// Tiles: 0, 5 activations (16 tokens x 64 B: a pair of sub-blocks); 1, 2 the weights times
-// lo and hi (16 x 64 B); 3, 4 and 6, 7 the sums C_lo, C_hi of two super-blocks in turn.
+// Tiles: 0, 1 the activations of up to two 16-token tiles (16 x 64 B: a pair of
+// sub-blocks); 2, 3 the weights times lo and hi (16 x 64 B); 4 + 2i, 5 + 2i the sums C_lo,
+// C_hi of token tile i. Four independent sums keep the tile unit busy (a tdp waits for the
+// previous one into the same tile).
 constexpr TileConfig kConfig = TileConfig{}
                                    .tile(0, kTileTokens, 64)
-                                   .tile(1, 16, 64)
+                                   .tile(1, kTileTokens, 64)
                                    .tile(2, 16, 64)
-                                   .tile(3, kTileTokens, 64)
+                                   .tile(3, 16, 64)
                                    .tile(4, kTileTokens, 64)
                                    .tile(5, kTileTokens, 64)
                                    .tile(6, kTileTokens, 64)
@@ -91,60 +93,88 @@ void stage(const MatmulArgs& p, int64_t g, bool pair, uint8_t* staged) {
   for (int64_t b = 0; b < p.k / QK_K; ++b) stage_super_block(pr, b, staged + b * kStagedBytes);
 }
 
-// Super-block b's C_lo and C_hi of tokens c .. c+15 into tiles CL and CH (A the activations'
-// tile), stored to sums[0] and sums[1].
-template <int A, int CL, int CH>
-inline void super_block_sums(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b, int32_t (*sums)[256]) {
+// One token tile's C_lo and C_hi of a super-block: 16 x 16 int32 each.
+struct Sums {
+  alignas(64) int32_t lo[kTileTokens * 16];
+  alignas(64) int32_t hi[kTileTokens * 16];
+};
+
+// Starts super-block b's sums of NT token tiles from token c (tiles 4.. as above).
+template <int NT>
+inline void start_sums(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b) {
   const uint8_t* act = p.a + c * p.a_stride + b * sizeof(block_q8_K) + offsetof(block_q8_K, qs);
+  const uint8_t* act1 = act + kTileTokens * p.a_stride;
   const uint8_t* tiles = staged + b * kStagedBytes;
-  tile_zero<CL>();
-  tile_zero<CH>();
-  for (int sp = 0; sp < 4; ++sp) {
-    tile_load<A>(act + 64 * sp, p.a_stride);
-    tile_load<1>(tiles + (2 * sp) * kTileBytes, 64);
-    tile_dot_su<CL, A, 1>();
-    tile_load<2>(tiles + (2 * sp + 1) * kTileBytes, 64);
-    tile_dot_su<CH, A, 2>();
+  tile_zero<4>();
+  tile_zero<5>();
+  if constexpr (NT == 2) {
+    tile_zero<6>();
+    tile_zero<7>();
   }
-  tile_store<CL>(sums[0], 64);
-  tile_store<CH>(sums[1], 64);
+  for (int sp = 0; sp < 4; ++sp) {
+    tile_load<0>(act + 64 * sp, p.a_stride);
+    tile_load<2>(tiles + (2 * sp) * kTileBytes, 64);
+    tile_load<3>(tiles + (2 * sp + 1) * kTileBytes, 64);
+    tile_dot_su<4, 0, 2>();
+    tile_dot_su<5, 0, 3>();
+    if constexpr (NT == 2) {
+      tile_load<1>(act1 + 64 * sp, p.a_stride);
+      tile_dot_su<6, 1, 2>();
+      tile_dot_su<7, 1, 3>();
+    }
+  }
 }
 
-// The AVX-512 kernel's f32 steps of super-block b for tokens c .. c+15.
-inline void finish_super_block(const MatmulArgs& p, const Pair& pr, int64_t c, int64_t b, const int32_t (*sums)[256],
+template <int NT>
+inline void store_sums(Sums* out) {
+  tile_store<4>(out[0].lo, 64);
+  tile_store<5>(out[0].hi, 64);
+  if constexpr (NT == 2) {
+    tile_store<6>(out[1].lo, 64);
+    tile_store<7>(out[1].hi, 64);
+  }
+}
+
+// The AVX-512 kernel's f32 steps of super-block b for the n tokens from c, acc[t] token t's.
+inline void finish_super_block(const MatmulArgs& p, const Pair& pr, int64_t c, int n, int64_t b, const Sums* sums,
                                __m512* acc) {
   const RowScales16 scales(pr.lo(b) + q45::kScaleOff, pr.hi(b) + q45::kScaleOff);
   const __m512i mins[4] = {scales.min_pair(0), scales.min_pair(1), scales.min_pair(2), scales.min_pair(3)};
   const __m512 d = simd512::fp16_pair(pr.lo(b) + q45::kHalfOff, pr.hi(b) + q45::kHalfOff);
   const __m512 dmin = simd512::fp16_pair(pr.lo(b) + q45::kMinHalfOff, pr.hi(b) + q45::kMinHalfOff);
-  for (int t = 0; t < kTileTokens; ++t) {
+  for (int t = 0; t < n; ++t) {
     const block_q8_K& a = reinterpret_cast<const block_q8_K*>(p.a + (c + t) * p.a_stride)[b];
-    const __m512i isum = _mm512_add_epi32(_mm512_load_si512(sums[0] + 16 * t),
-                                          _mm512_slli_epi32(_mm512_load_si512(sums[1] + 16 * t), kScaleShift));
+    const Sums& s = sums[t / kTileTokens];
+    const int row = 16 * (t % kTileTokens);
+    const __m512i isum = _mm512_add_epi32(_mm512_load_si512(s.lo + row),
+                                          _mm512_slli_epi32(_mm512_load_si512(s.hi + row), kScaleShift));
     const __m512 da = _mm512_set1_ps(a.d);
     const __m512 m = simd512::to_f32(mins_dot(mins, a.bsums));
-    acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), simd512::to_f32(isum), acc[t]);
-    acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), m, acc[t]);
+    __m512 y = _mm512_load_ps(&acc[t]);
+    y = _mm512_fmadd_ps(_mm512_mul_ps(d, da), simd512::to_f32(isum), y);
+    acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), m, y);
   }
 }
 
-// Groups g and (when pair) g+1 for tokens c .. c+15; r_end: the range's last row + 1.
-void tile16(const MatmulArgs& p, const uint8_t* staged, int64_t g, bool pair, int64_t r_end, int64_t c) {
+// Groups g and (when pair) g+1 for the 16 * NT tokens from c; r_end: the range's last row + 1.
+// Super-block b+1's tile products run while b's sums are finished in f32.
+template <int NT>
+void token_tiles(const MatmulArgs& p, const uint8_t* staged, int64_t g, bool pair, int64_t r_end, int64_t c) {
+  constexpr int n = NT * kTileTokens;
   const int64_t nb = p.k / QK_K;
   const Pair pr(p, g, pair);
-  alignas(64) int32_t sums[2][2][256];
-  __m512 acc[kTileTokens];
+  Sums sums[2][NT];
+  __m512 acc[n];
   for (__m512& v : acc) v = _mm512_setzero_ps();
-  super_block_sums<0, 3, 4>(p, staged, c, 0, sums[0]);
-  for (int64_t b = 0; b < nb; b += 2) {
-    if (b + 1 < nb) super_block_sums<5, 6, 7>(p, staged, c, b + 1, sums[1]);
-    finish_super_block(p, pr, c, b, sums[0], acc);
-    if (b + 1 >= nb) break;
-    if (b + 2 < nb) super_block_sums<0, 3, 4>(p, staged, c, b + 2, sums[0]);
-    finish_super_block(p, pr, c, b + 1, sums[1], acc);
+  start_sums<NT>(p, staged, c, 0);
+  store_sums<NT>(sums[0]);
+  for (int64_t b = 0; b < nb; ++b) {
+    if (b + 1 < nb) start_sums<NT>(p, staged, c, b + 1);
+    finish_super_block(p, pr, c, n, b, sums[b % 2], acc);
+    if (b + 1 < nb) store_sums<NT>(sums[(b + 1) % 2]);
   }
   const int64_t rows = r_end - g * kGroupRows;
-  for (int t = 0; t < kTileTokens; ++t) simd512::store_rows(p.y + (c + t) * p.y_stride + g * kGroupRows, acc[t], rows);
+  for (int t = 0; t < n; ++t) simd512::store_rows(p.y + (c + t) * p.y_stride + g * kGroupRows, acc[t], rows);
 }
 
 }  // namespace
@@ -154,7 +184,9 @@ void tile_q4_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t 
   uint8_t* staged = staging_buffer(static_cast<size_t>(p.k / QK_K) * kStagedBytes);
   for_each_pair_tile16(
       p, r0, r1, c0, c1, avx512::tile_q4_k, [&](int64_t g, bool pair) { stage(p, g, pair, staged); },
-      [&](int64_t g, bool pair, int64_t c) { tile16(p, staged, g, pair, r1, c); });
+      [&](int64_t g, bool pair, int64_t c, int n_tiles) {
+        n_tiles == 2 ? token_tiles<2>(p, staged, g, pair, r1, c) : token_tiles<1>(p, staged, g, pair, r1, c);
+      });
 }
 
 }  // namespace ember::cpu::amx

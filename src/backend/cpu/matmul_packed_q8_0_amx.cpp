@@ -102,7 +102,9 @@ void tile_q8_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t 
   uint8_t* staged = staging_buffer(static_cast<size_t>(p.k / QK8_0) * kStagedBytes);
   for_each_pair_tile16(
       p, r0, r1, c0, c1, avx512::tile_q8_0, [&](int64_t g, bool pair) { stage(p, g, pair, staged); },
-      [&](int64_t g, bool pair, int64_t c) { tile16(p, staged, g, pair, r1, c); });
+      [&](int64_t g, bool pair, int64_t c, int n_tiles) {
+        for (int i = 0; i < n_tiles; ++i) tile16(p, staged, g, pair, r1, c + i * kTileTokens);
+      });
 }
 
 }  // namespace ember::cpu::amx
