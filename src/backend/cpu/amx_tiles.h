@@ -1,5 +1,6 @@
 // What the AMX kernels (matmul_packed_amx.h) share: the tile configuration, the per-thread
-// staging buffer for weight tiles, and the walk over rows and tokens.
+// staging buffer for weight tiles, the walk over rows and tokens and the pipeline of a
+// format's blocks (tile_kernel at the end).
 // Included by *_amx.cpp files only, after avx512_intrinsics.h (built with -mamx-tile
 // -mamx-int8 besides the AVX-512 flags).
 #pragma once
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/avx512_intrinsics.h"
 
 #if !defined(__AMX_TILE__) || !defined(__AMX_INT8__)
 #error "*_amx.cpp files are built with -mamx-tile -mamx-int8"
@@ -102,6 +104,67 @@ inline void for_each_pair_tile16(const MatmulArgs& p, int64_t r0, int64_t r1, in
     }
   }
   if (c_full < c1) rest(p, r0, r1, c_full, c1);
+}
+
+// The two groups a kernel reads (hi is lo again without a pair: its lanes are not stored).
+struct GroupPair {
+  const uint8_t* lo;
+  const uint8_t* hi;
+  GroupPair(const MatmulArgs& p, int64_t g, bool pair) : lo(p.w + g * p.w_stride), hi(pair ? lo + p.w_stride : lo) {}
+};
+
+// A weight format's AMX kernel, as a policy class F:
+//   static constexpr TileConfig kConfig;
+//   static constexpr size_t kStagedBytes;       // weight tiles per block (super-block or block)
+//   static constexpr int kMaxTokenTiles;        // 1 or 2 token tiles per step (tiles permitting)
+//   static int64_t blocks(int64_t k);
+//   static void stage(const MatmulArgs&, const GroupPair&, int64_t b, uint8_t* out);  // block b's tiles
+//   struct Sums;                                // one token tile's integer sums of a block
+//   template <int NT> static void start(const MatmulArgs&, const uint8_t* staged, int64_t c, int64_t b);
+//   template <int NT> static void store(Sums* out);  // the sums start() began, NT token tiles
+//   static void finish(const MatmulArgs&, const GroupPair&, int64_t c, int n, int64_t b, const Sums*, __m512* acc);
+// start issues the tile products of block b for NT token tiles from token c; finish does the
+// AVX-512 kernel's f32 steps of block b for n tokens, acc[t] token c + t's 16 rows.
+
+// NT token tiles from c of one pair of groups: block b+1's tile products run while block b's
+// sums are finished in f32.
+template <class F, int NT>
+void pipelined_token_tiles(const MatmulArgs& p, const uint8_t* staged, const GroupPair& pr, int64_t g, int64_t r_end,
+                           int64_t c) {
+  constexpr int n = NT * kTileTokens;
+  const int64_t nb = F::blocks(p.k);
+  typename F::Sums sums[2][NT];
+  __m512 acc[n];
+  for (__m512& v : acc) v = _mm512_setzero_ps();
+  F::template start<NT>(p, staged, c, 0);
+  F::template store<NT>(sums[0]);
+  for (int64_t b = 0; b < nb; ++b) {
+    if (b + 1 < nb) F::template start<NT>(p, staged, c, b + 1);
+    F::finish(p, pr, c, n, b, sums[b % 2], acc);
+    if (b + 1 < nb) F::template store<NT>(sums[(b + 1) % 2]);
+  }
+  const int64_t rows = r_end - g * kGroupRows;
+  for (int t = 0; t < n; ++t) avx512::simd512::store_rows(p.y + (c + t) * p.y_stride + g * kGroupRows, acc[t], rows);
+}
+
+// The tile function of format F: AMX for whole 16-token tiles, `rest` (the AVX-512 kernel)
+// for the tokens left over.
+template <class F>
+void tile_kernel(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1, TileFn rest) {
+  const TileScope tiles(F::kConfig);
+  uint8_t* staged = staging_buffer(static_cast<size_t>(F::blocks(p.k)) * F::kStagedBytes);
+  for_each_pair_tile16(
+      p, r0, r1, c0, c1, rest,
+      [&](int64_t g, bool pair) {
+        const GroupPair pr(p, g, pair);
+        for (int64_t b = 0; b < F::blocks(p.k); ++b) F::stage(p, pr, b, staged + b * F::kStagedBytes);
+      },
+      [&](int64_t g, bool pair, int64_t c, int n_tiles) {
+        const GroupPair pr(p, g, pair);
+        if constexpr (F::kMaxTokenTiles == 2)
+          if (n_tiles == 2) return pipelined_token_tiles<F, 2>(p, staged, pr, g, r1, c);
+        for (int i = 0; i < n_tiles; ++i) pipelined_token_tiles<F, 1>(p, staged, pr, g, r1, c + i * kTileTokens);
+      });
 }
 
 }  // namespace ember::cpu::amx

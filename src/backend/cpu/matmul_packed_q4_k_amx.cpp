@@ -28,165 +28,129 @@ namespace simd512 = avx512::simd512;
 using avx512::q45x16::mins_dot;
 using avx512::q45x16::RowScales16;
 
-constexpr size_t kCodeBytes = 32 * 32;                     // per super-block and group
-constexpr size_t kSuperBytes = q45::kHeadBytes + kCodeBytes;
-static_assert(kSuperBytes == kGroupRows * sizeof(block_q4_K), "the AVX2 kernel's groups");
-constexpr size_t kTileBytes = 16 * 64;                     // one B tile: 16 x 64 B
-constexpr size_t kStagedBytes = 8 * kTileBytes;            // per super-block: (lo, hi) x 4 pairs
-constexpr int kScaleShift = 4;                             // sc = hi << 4 | lo
-
-// Tiles: 0, 1 the activations of up to two 16-token tiles (16 x 64 B: a pair of
-// sub-blocks); 2, 3 the weights times lo and hi (16 x 64 B); 4 + 2i, 5 + 2i the sums C_lo,
-// C_hi of token tile i. Four independent sums keep the tile unit busy (a tdp waits for the
-// previous one into the same tile).
-constexpr TileConfig kConfig = TileConfig{}
-                                   .tile(0, kTileTokens, 64)
-                                   .tile(1, kTileTokens, 64)
-                                   .tile(2, 16, 64)
-                                   .tile(3, 16, 64)
-                                   .tile(4, kTileTokens, 64)
-                                   .tile(5, kTileTokens, 64)
-                                   .tile(6, kTileTokens, 64)
-                                   .tile(7, kTileTokens, 64);
-
-struct Pair {
-  const uint8_t* lo_group;
-  const uint8_t* hi_group;
-  Pair(const MatmulArgs& p, int64_t g, bool pair)
-      : lo_group(p.w + g * p.w_stride), hi_group(pair ? lo_group + p.w_stride : lo_group) {}
-  const uint8_t* lo(int64_t b) const { return lo_group + b * kSuperBytes; }
-  const uint8_t* hi(int64_t b) const { return hi_group + b * kSuperBytes; }
-};
-
 // A sub-block's scale part (lo or hi) of each row as the int16 pair of its dword, for mullo:
 // every product u * part fits its byte, so the 16-bit products carry nothing across bytes.
 inline __m512i scale_words(__m512i part) { return _mm512_or_si512(part, _mm512_slli_epi32(part, 16)); }
 
-// The B tiles of super-block b: tile 2sp + h holds pair sp's codes times the h part of the
-// scales (rows 0-7 sub-block 2sp, rows 8-15 sub-block 2sp+1).
-void stage_super_block(const Pair& pr, int64_t b, uint8_t* out) {
-  const RowScales16 scales(pr.lo(b) + q45::kScaleOff, pr.hi(b) + q45::kScaleOff);
-  const __m512i nibble = _mm512_set1_epi8(0x0F), low4 = _mm512_set1_epi32(0x0F);
-  for (int sp = 0; sp < 4; ++sp) {
-    const __m512i sc0 = scales.scale(2 * sp), sc1 = scales.scale(2 * sp + 1);
-    const __m512i lo0 = scale_words(_mm512_and_si512(sc0, low4)), lo1 = scale_words(_mm512_and_si512(sc1, low4));
-    const __m512i hi0 = scale_words(_mm512_srli_epi32(sc0, kScaleShift));
-    const __m512i hi1 = scale_words(_mm512_srli_epi32(sc1, kScaleShift));
-    uint8_t* tile_lo = out + (2 * sp) * kTileBytes;
-    uint8_t* tile_hi = tile_lo + kTileBytes;
+struct Q4KTiles {
+  static constexpr size_t kCodeBytes = 32 * 32;  // per super-block and group
+  static constexpr size_t kSuperBytes = q45::kHeadBytes + kCodeBytes;
+  static_assert(kSuperBytes == kGroupRows * sizeof(block_q4_K), "the AVX2 kernel's groups");
+  static constexpr size_t kTileBytes = 16 * 64;             // one B tile: 16 x 64 B
+  static constexpr size_t kStagedBytes = 8 * kTileBytes;    // per super-block: (lo, hi) x 4 pairs
+  static constexpr int kScaleShift = 4;                     // sc = hi << 4 | lo
+  static constexpr int kMaxTokenTiles = 2;
+  // Tiles: 0, 1 the activations of two 16-token tiles (16 x 64 B: a pair of sub-blocks); 2, 3
+  // the weights times lo and hi (16 x 64 B); 4 + 2i, 5 + 2i the sums C_lo, C_hi of token tile
+  // i. Four independent sums keep the tile unit busy (a tdp waits for the one before it into
+  // the same tile).
+  static constexpr TileConfig kConfig = TileConfig{}
+                                            .tile(0, kTileTokens, 64)
+                                            .tile(1, kTileTokens, 64)
+                                            .tile(2, 16, 64)
+                                            .tile(3, 16, 64)
+                                            .tile(4, kTileTokens, 64)
+                                            .tile(5, kTileTokens, 64)
+                                            .tile(6, kTileTokens, 64)
+                                            .tile(7, kTileTokens, 64);
+
+  static int64_t blocks(int64_t k) { return k / QK_K; }
+
+  // Super-block b's B tiles: tile 2sp + h holds pair sp's codes times the h part of the
+  // scales (rows 0-7 of the tile sub-block 2sp, rows 8-15 sub-block 2sp+1).
+  static void stage(const MatmulArgs&, const GroupPair& pr, int64_t b, uint8_t* out) {
+    const uint8_t* lo = pr.lo + b * kSuperBytes;
+    const uint8_t* hi = pr.hi + b * kSuperBytes;
+    const RowScales16 scales(lo + q45::kScaleOff, hi + q45::kScaleOff);
+    const __m512i nibble = _mm512_set1_epi8(0x0F), low4 = _mm512_set1_epi32(0x0F);
+    for (int sp = 0; sp < 4; ++sp) {
+      const __m512i sc0 = scales.scale(2 * sp), sc1 = scales.scale(2 * sp + 1);
+      const __m512i lo0 = scale_words(_mm512_and_si512(sc0, low4)), lo1 = scale_words(_mm512_and_si512(sc1, low4));
+      const __m512i hi0 = scale_words(_mm512_srli_epi32(sc0, kScaleShift));
+      const __m512i hi1 = scale_words(_mm512_srli_epi32(sc1, kScaleShift));
+      uint8_t* tile_lo = out + (2 * sp) * kTileBytes;
+      uint8_t* tile_hi = tile_lo + kTileBytes;
 #pragma GCC unroll 8
-    for (int q = 0; q < 8; ++q) {
-      const size_t at = q45::kHeadBytes + 256 * sp + 32 * q;
-      const __m512i raw = simd512::load_pair(pr.lo(b) + at, pr.hi(b) + at);
-      const __m512i u0 = _mm512_and_si512(raw, nibble);
-      const __m512i u1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-      _mm512_store_si512(tile_lo + 64 * q, _mm512_mullo_epi16(u0, lo0));
-      _mm512_store_si512(tile_lo + 64 * (8 + q), _mm512_mullo_epi16(u1, lo1));
-      _mm512_store_si512(tile_hi + 64 * q, _mm512_mullo_epi16(u0, hi0));
-      _mm512_store_si512(tile_hi + 64 * (8 + q), _mm512_mullo_epi16(u1, hi1));
+      for (int q = 0; q < 8; ++q) {
+        const size_t at = q45::kHeadBytes + 256 * sp + 32 * q;
+        const __m512i raw = simd512::load_pair(lo + at, hi + at);
+        const __m512i u0 = _mm512_and_si512(raw, nibble);
+        const __m512i u1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+        _mm512_store_si512(tile_lo + 64 * q, _mm512_mullo_epi16(u0, lo0));
+        _mm512_store_si512(tile_lo + 64 * (8 + q), _mm512_mullo_epi16(u1, lo1));
+        _mm512_store_si512(tile_hi + 64 * q, _mm512_mullo_epi16(u0, hi0));
+        _mm512_store_si512(tile_hi + 64 * (8 + q), _mm512_mullo_epi16(u1, hi1));
+      }
     }
   }
-}
 
-void stage(const MatmulArgs& p, int64_t g, bool pair, uint8_t* staged) {
-  const Pair pr(p, g, pair);
-  for (int64_t b = 0; b < p.k / QK_K; ++b) stage_super_block(pr, b, staged + b * kStagedBytes);
-}
+  // One token tile's C_lo and C_hi of a super-block: 16 x 16 int32 each.
+  struct Sums {
+    alignas(64) int32_t lo[kTileTokens * 16];
+    alignas(64) int32_t hi[kTileTokens * 16];
+  };
 
-// One token tile's C_lo and C_hi of a super-block: 16 x 16 int32 each.
-struct Sums {
-  alignas(64) int32_t lo[kTileTokens * 16];
-  alignas(64) int32_t hi[kTileTokens * 16];
-};
-
-// Starts super-block b's sums of NT token tiles from token c (tiles 4.. as above).
-template <int NT>
-inline void start_sums(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b) {
-  const uint8_t* act = p.a + c * p.a_stride + b * sizeof(block_q8_K) + offsetof(block_q8_K, qs);
-  const uint8_t* act1 = act + kTileTokens * p.a_stride;
-  const uint8_t* tiles = staged + b * kStagedBytes;
-  tile_zero<4>();
-  tile_zero<5>();
-  if constexpr (NT == 2) {
-    tile_zero<6>();
-    tile_zero<7>();
-  }
-  for (int sp = 0; sp < 4; ++sp) {
-    tile_load<0>(act + 64 * sp, p.a_stride);
-    tile_load<2>(tiles + (2 * sp) * kTileBytes, 64);
-    tile_load<3>(tiles + (2 * sp + 1) * kTileBytes, 64);
-    tile_dot_su<4, 0, 2>();
-    tile_dot_su<5, 0, 3>();
+  template <int NT>
+  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b) {
+    const uint8_t* act = p.a + c * p.a_stride + b * sizeof(block_q8_K) + offsetof(block_q8_K, qs);
+    const uint8_t* act1 = act + kTileTokens * p.a_stride;
+    const uint8_t* tiles = staged + b * kStagedBytes;
+    tile_zero<4>();
+    tile_zero<5>();
     if constexpr (NT == 2) {
-      tile_load<1>(act1 + 64 * sp, p.a_stride);
-      tile_dot_su<6, 1, 2>();
-      tile_dot_su<7, 1, 3>();
+      tile_zero<6>();
+      tile_zero<7>();
+    }
+    for (int sp = 0; sp < 4; ++sp) {
+      tile_load<0>(act + 64 * sp, p.a_stride);
+      tile_load<2>(tiles + (2 * sp) * kTileBytes, 64);
+      tile_load<3>(tiles + (2 * sp + 1) * kTileBytes, 64);
+      tile_dot_su<4, 0, 2>();
+      tile_dot_su<5, 0, 3>();
+      if constexpr (NT == 2) {
+        tile_load<1>(act1 + 64 * sp, p.a_stride);
+        tile_dot_su<6, 1, 2>();
+        tile_dot_su<7, 1, 3>();
+      }
     }
   }
-}
 
-template <int NT>
-inline void store_sums(Sums* out) {
-  tile_store<4>(out[0].lo, 64);
-  tile_store<5>(out[0].hi, 64);
-  if constexpr (NT == 2) {
-    tile_store<6>(out[1].lo, 64);
-    tile_store<7>(out[1].hi, 64);
+  template <int NT>
+  static void store(Sums* out) {
+    tile_store<4>(out[0].lo, 64);
+    tile_store<5>(out[0].hi, 64);
+    if constexpr (NT == 2) {
+      tile_store<6>(out[1].lo, 64);
+      tile_store<7>(out[1].hi, 64);
+    }
   }
-}
 
-// The AVX-512 kernel's f32 steps of super-block b for the n tokens from c, acc[t] token t's.
-inline void finish_super_block(const MatmulArgs& p, const Pair& pr, int64_t c, int n, int64_t b, const Sums* sums,
-                               __m512* acc) {
-  const RowScales16 scales(pr.lo(b) + q45::kScaleOff, pr.hi(b) + q45::kScaleOff);
-  const __m512i mins[4] = {scales.min_pair(0), scales.min_pair(1), scales.min_pair(2), scales.min_pair(3)};
-  const __m512 d = simd512::fp16_pair(pr.lo(b) + q45::kHalfOff, pr.hi(b) + q45::kHalfOff);
-  const __m512 dmin = simd512::fp16_pair(pr.lo(b) + q45::kMinHalfOff, pr.hi(b) + q45::kMinHalfOff);
-  for (int t = 0; t < n; ++t) {
-    const block_q8_K& a = reinterpret_cast<const block_q8_K*>(p.a + (c + t) * p.a_stride)[b];
-    const Sums& s = sums[t / kTileTokens];
-    const int row = 16 * (t % kTileTokens);
-    const __m512i isum = _mm512_add_epi32(_mm512_load_si512(s.lo + row),
-                                          _mm512_slli_epi32(_mm512_load_si512(s.hi + row), kScaleShift));
-    const __m512 da = _mm512_set1_ps(a.d);
-    const __m512 m = simd512::to_f32(mins_dot(mins, a.bsums));
-    __m512 y = _mm512_load_ps(&acc[t]);
-    y = _mm512_fmadd_ps(_mm512_mul_ps(d, da), simd512::to_f32(isum), y);
-    acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), m, y);
+  static void finish(const MatmulArgs& p, const GroupPair& pr, int64_t c, int n, int64_t b, const Sums* sums,
+                     __m512* acc) {
+    const uint8_t* lo = pr.lo + b * kSuperBytes;
+    const uint8_t* hi = pr.hi + b * kSuperBytes;
+    const RowScales16 scales(lo + q45::kScaleOff, hi + q45::kScaleOff);
+    const __m512i mins[4] = {scales.min_pair(0), scales.min_pair(1), scales.min_pair(2), scales.min_pair(3)};
+    const __m512 d = simd512::fp16_pair(lo + q45::kHalfOff, hi + q45::kHalfOff);
+    const __m512 dmin = simd512::fp16_pair(lo + q45::kMinHalfOff, hi + q45::kMinHalfOff);
+    for (int t = 0; t < n; ++t) {
+      const block_q8_K& a = reinterpret_cast<const block_q8_K*>(p.a + (c + t) * p.a_stride)[b];
+      const Sums& s = sums[t / kTileTokens];
+      const int row = 16 * (t % kTileTokens);
+      const __m512i isum = _mm512_add_epi32(_mm512_load_si512(s.lo + row),
+                                            _mm512_slli_epi32(_mm512_load_si512(s.hi + row), kScaleShift));
+      const __m512 da = _mm512_set1_ps(a.d);
+      const __m512 m = simd512::to_f32(mins_dot(mins, a.bsums));
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), simd512::to_f32(isum), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), m, acc[t]);
+    }
   }
-}
-
-// Groups g and (when pair) g+1 for the 16 * NT tokens from c; r_end: the range's last row + 1.
-// Super-block b+1's tile products run while b's sums are finished in f32.
-template <int NT>
-void token_tiles(const MatmulArgs& p, const uint8_t* staged, int64_t g, bool pair, int64_t r_end, int64_t c) {
-  constexpr int n = NT * kTileTokens;
-  const int64_t nb = p.k / QK_K;
-  const Pair pr(p, g, pair);
-  Sums sums[2][NT];
-  __m512 acc[n];
-  for (__m512& v : acc) v = _mm512_setzero_ps();
-  start_sums<NT>(p, staged, c, 0);
-  store_sums<NT>(sums[0]);
-  for (int64_t b = 0; b < nb; ++b) {
-    if (b + 1 < nb) start_sums<NT>(p, staged, c, b + 1);
-    finish_super_block(p, pr, c, n, b, sums[b % 2], acc);
-    if (b + 1 < nb) store_sums<NT>(sums[(b + 1) % 2]);
-  }
-  const int64_t rows = r_end - g * kGroupRows;
-  for (int t = 0; t < n; ++t) simd512::store_rows(p.y + (c + t) * p.y_stride + g * kGroupRows, acc[t], rows);
-}
+};
 
 }  // namespace
 
 void tile_q4_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  const TileScope tiles(kConfig);
-  uint8_t* staged = staging_buffer(static_cast<size_t>(p.k / QK_K) * kStagedBytes);
-  for_each_pair_tile16(
-      p, r0, r1, c0, c1, avx512::tile_q4_k, [&](int64_t g, bool pair) { stage(p, g, pair, staged); },
-      [&](int64_t g, bool pair, int64_t c, int n_tiles) {
-        n_tiles == 2 ? token_tiles<2>(p, staged, g, pair, r1, c) : token_tiles<1>(p, staged, g, pair, r1, c);
-      });
+  tile_kernel<Q4KTiles>(p, r0, r1, c0, c1, avx512::tile_q4_k);
 }
 
 }  // namespace ember::cpu::amx
