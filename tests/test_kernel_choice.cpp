@@ -386,6 +386,41 @@ TEST_CASE("choose_packed_kernels: cached entries set the table, missing types ar
   CHECK(now.types[0].regime[0].gbs[0] > 0);
 }
 
+TEST_CASE("a cached entry measured without AMX is measured again where AMX runs") {
+  ChoiceGuard guard;
+  if (!cpu::packed_kernel_for(Variant::Amx, DType::Q8_0)) {
+    MESSAGE("no AMX int8 here: nothing to measure again");
+    return;
+  }
+  TempDir dir;
+  ThreadPool pool(2);
+  PackedMatrix q8(DType::Q8_0, 64, 512, 2);
+  cpu::KernelChoiceOptions o;
+  o.cache_path = dir.file("kernel-choice.json");
+  o.plan.decode_bytes = 1 << 16;
+  o.plan.repeats = o.plan.max_repeats = 1;
+  o.plan.batch_pass_bytes = o.plan.prefill_pass_bytes = 1 << 16;
+  o.verbose = false;
+  // As written under EMBER_SIMD=avx512 (or by an older ember): no amx_gbs.
+  REQUIRE(cpu::write_kernel_cache(o.cache_path, cpu::current_kernel_cache_key(pool.size()),
+                                  {speeds(DType::Q8_0, 10, 12)}) == "");
+  const cpu::KernelChoiceReport r = cpu::choose_packed_kernels(pool, std::vector<MatView>{q8.view()}, o);
+  REQUIRE(r.types.size() == 1);
+  CHECK(r.types[0].regime[2].why.rfind("calibrated", 0) == 0);
+  CHECK(r.types[0].regime[2].why.find("amx") != std::string::npos);
+  const cpu::CachedSpeeds now = cpu::read_kernel_cache(o.cache_path, cpu::current_kernel_cache_key(pool.size()));
+  REQUIRE(now.types.size() == 1);
+  CHECK(now.types[0].regime[2].gbs[2] > 0);
+  CHECK(now.types[0].regime[0].gbs[2] == 0);  // AMX is measured for prefill only
+
+  // Under EMBER_SIMD=avx512 the same cache is used as it is, and nothing runs AMX.
+  set_simd_level(SimdLevel::AVX512);
+  CHECK(cpu::packed_kernel_for(Variant::Amx, DType::Q8_0) == nullptr);
+  const cpu::KernelChoiceReport capped = cpu::choose_packed_kernels(pool, std::vector<MatView>{q8.view()}, o);
+  REQUIRE(capped.types.size() == 1);
+  CHECK(capped.types[0].regime[2].why.rfind("cached", 0) == 0);
+}
+
 TEST_CASE("EMBER_KERNEL_CHOICE: auto, calibrate, widest, anything else refused in one line") {
   const char* old = std::getenv("EMBER_KERNEL_CHOICE");
   const std::string saved = old ? old : "";

@@ -97,16 +97,16 @@ TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>
       const Variant v = variants[(rep + k) % n];  // alternate which variant goes first
       const int vi = static_cast<int>(v);
       set_kernel_choice(KernelChoiceTable::all(v));
-      const double dec = decode_pass(pool, ws, mats, next, plan.decode_bytes);
-      const double bat = batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes);
-      const double pre = batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes);
       const auto keep_best = [&](Regime r, double gbs) {
         double& best = s.regime[static_cast<int>(r)].gbs[vi];
         best = std::max(best, gbs);
       };
-      keep_best(Regime::Decode, dec);
-      keep_best(Regime::SmallBatch, bat);
-      keep_best(Regime::Prefill, pre);
+      // AMX only for prefill: below 16 rows it runs the AVX-512 kernel (its 0 there never wins).
+      if (v != Variant::Amx) {
+        keep_best(Regime::Decode, decode_pass(pool, ws, mats, next, plan.decode_bytes));
+        keep_best(Regime::SmallBatch, batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes));
+      }
+      keep_best(Regime::Prefill, batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes));
     }
   }
   return s;

@@ -55,6 +55,12 @@ std::array<Variant, kRegimes> faster_per_regime(const TypeSpeeds& s) {
   return use;
 }
 
+// A cached entry measured without AMX (EMBER_SIMD=avx512, or an older cache) while AMX runs
+// here: measured again, so that the switch does not keep AMX off for good.
+bool lacks_amx(const TypeSpeeds& s) {
+  return packed_kernel_for(Variant::Amx, s.type) && s.regime[static_cast<int>(Regime::Prefill)].gbs[2] <= 0;
+}
+
 void warn(const std::string& line) { fmt::print(stderr, "ember: warning: {}\n", line); }
 
 // The types' cached choices (auto mode), the rest measured, cached and chosen.
@@ -68,7 +74,7 @@ std::vector<TypeChoice> cached_or_measured(ThreadPool& pool, std::span<const Mat
     if (!cached.warning.empty()) warn(cached.warning);
     for (size_t i = 0; i < cached.types.size(); ++i) {
       const auto it = std::find(missing.begin(), missing.end(), cached.types[i].type);
-      if (it == missing.end()) continue;
+      if (it == missing.end() || lacks_amx(cached.types[i])) continue;
       missing.erase(it);
       out.push_back(choice_from(cached.types[i], cached.use[i], "cached " + o.cache_path));
     }
