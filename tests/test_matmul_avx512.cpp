@@ -275,8 +275,9 @@ TEST_CASE("packed AVX-512 kernels on random bit patterns") {
 
 TEST_CASE("packed kernels with 16-token tiles (AMX) on odd shapes, extreme and random codes") {
   // The AMX kernels take whole tiles of 16 tokens and leave the rest to the AVX-512 kernel:
-  // 16 (one tile), 33 (two and one left), 70 (a whole token block of four tiles, then 6 left)
-  // and 80 (a second token block of one tile). Rows as above; K of one and of several
+  // 16 (one tile), 33 (two and one left), 70 (four tiles, then 6 left)
+  // and 80 (five whole tiles, none left), 150 (a second token block of the AMX
+  // walk's 128, with one tile and 6 left). Rows as above; K of one and of several
   // (super-)blocks. The checks compare every build (the AVX-512 ones too) with the reference
   // and bitwise with the AVX2 kernel, on the chunked runs and token by token as well.
   if (!cpu_features().amx_int8) MESSAGE("AMX int8 kernels skipped: this CPU or OS offers no AMX int8");
@@ -284,7 +285,7 @@ TEST_CASE("packed kernels with 16-token tiles (AMX) on odd shapes, extreme and r
   for (DType t : {DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
     for (int64_t blocks : {1, 3, 7})
       for (int64_t rows : {37, 29, 8})
-        for (int64_t tokens : {16, 33, 70, 80}) {
+        for (int64_t tokens : {16, 33, 70, 80, 150}) {
           check::Rng rng(seed++);
           const int64_t k = block_k(t, blocks);
           Problem pb(t, rows, k, quantized_normal(t, rows, k, rng),

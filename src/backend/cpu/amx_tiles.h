@@ -22,6 +22,13 @@ namespace ember::cpu::amx {
 constexpr int kTileTokens = 16;  // the rows of an A or C tile
 constexpr int kGroupRows = 8;    // the AVX2 kernels' group height; a tile's 16 columns: two groups
 
+// Tokens per block of the walk: a pair of groups is staged once per block. Twice the AVX
+// kernels' kTokenBlock: staging costs a tenth of the Q4_K kernel's time at 64 (perf, pp512),
+// and bench-ops (4096 x 4096, 512 tokens, one thread, two alternated rounds) measured
+// 128 against 64 and 256: Q8_0 417/391 vs 237/335 vs 341/354 GFLOP/s, Q4_K 450/469 vs
+// 298/403 vs 445/459, Q6_K 468/303 vs 186/257 vs 286/299 (a busy shared machine).
+constexpr int64_t kAmxTokenBlock = 2 * kTokenBlock;
+
 // The 64-byte operand of ldtilecfg (palette 1): tile i has rows[i] rows of colsb[i] bytes.
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
@@ -85,7 +92,7 @@ inline uint8_t* staging_buffer(size_t bytes) {
 }
 
 // The walk of an AMX kernel over rows [r0, r1) and tokens [c0, c1): per block of
-// kTokenBlock tokens and pair of groups (g, and g+1 when pair), stage(g, pair) lays out the
+// kAmxTokenBlock tokens and pair of groups (g, and g+1 when pair), stage(g, pair) lays out the
 // weight tiles once, then tiles(g, pair, c, n) computes n (1 or 2) 16-token tiles from token
 // c. The tokens left after the last whole 16 go to `rest` (the AVX-512 kernel), over the same
 // rows. A kernel stores min(16, r1 - 8g) rows of a pair: a group without its pair is the
@@ -95,8 +102,8 @@ inline void for_each_pair_tile16(const MatmulArgs& p, int64_t r0, int64_t r1, in
                                  Stage&& stage, Tiles&& tiles) {
   const int64_t c_full = c0 + (c1 - c0) / kTileTokens * kTileTokens;
   const int64_t g0 = r0 / kGroupRows, g1 = (r1 + kGroupRows - 1) / kGroupRows;
-  for (int64_t cb = c0; cb < c_full; cb += kTokenBlock) {
-    const int64_t ce = cb + kTokenBlock < c_full ? cb + kTokenBlock : c_full;
+  for (int64_t cb = c0; cb < c_full; cb += kAmxTokenBlock) {
+    const int64_t ce = cb + kAmxTokenBlock < c_full ? cb + kAmxTokenBlock : c_full;
     for (int64_t g = g0; g < g1; g += 2) {
       const bool pair = g + 1 < g1;
       stage(g, pair);
