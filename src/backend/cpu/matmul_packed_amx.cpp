@@ -21,10 +21,12 @@ PackedKernel reading_groups_of(const PackedKernel& avx2, TileFn tile) {
 }  // namespace
 
 const PackedKernel* packed_kernel(DType w) {
+  static const PackedKernel q4_0 = reading_groups_of(kPackedQ4_0x8Avx2, tile_q4_0);
   static const PackedKernel q8_0 = reading_groups_of(kPackedQ8_0x8Avx2, tile_q8_0);
   static const PackedKernel q4_k = reading_groups_of(kPackedQ4_Kx8Avx2, tile_q4_k);
   static const PackedKernel q6_k = reading_groups_of(kPackedQ6_Kx8Avx2, tile_q6_k);
   switch (w) {
+    case DType::Q4_0: return &q4_0;
     case DType::Q8_0: return &q8_0;
     case DType::Q4_K: return &q4_k;
     case DType::Q6_K: return &q6_k;
