@@ -8,7 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <cstdlib>
+#include <new>
 
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/avx512_intrinsics.h"
@@ -83,13 +84,31 @@ inline void tile_dot_su() {
   __asm__ volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B) : "memory");
 }
 
-// This thread's buffer of at least `bytes` bytes, 64-byte aligned, reused across calls.
+namespace {  // NOLINT(google-build-namespaces): internal linkage, see staging_buffer
+
+// This thread's buffer of at least `bytes` bytes, 64-byte aligned, kept across calls. Plain
+// C allocation on purpose: a std::vector instantiated here would be compiled with the AMX
+// and AVX-512 flags, and the linker may keep that copy of its members for the whole program,
+// which would then fail on a CPU without AVX-512.
 inline uint8_t* staging_buffer(size_t bytes) {
-  thread_local std::vector<uint8_t> buffer;
-  if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
-  const uintptr_t at = reinterpret_cast<uintptr_t>(buffer.data());
-  return buffer.data() + ((64 - at % 64) % 64);
+  struct Buffer {
+    void* data = nullptr;
+    size_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.size < bytes) {
+    const size_t size = (bytes + 63) / 64 * 64;
+    void* fresh = std::aligned_alloc(64, size);
+    if (!fresh) throw std::bad_alloc();
+    std::free(buffer.data);
+    buffer.data = fresh;
+    buffer.size = size;
+  }
+  return static_cast<uint8_t*>(buffer.data);
 }
+
+}  // namespace
 
 // The walk of an AMX kernel over rows [r0, r1) and tokens [c0, c1): per block of
 // kAmxTokenBlock tokens and pair of groups (g, and g+1 when pair), stage(g, pair) lays out the
