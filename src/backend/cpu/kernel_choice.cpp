@@ -61,6 +61,12 @@ int choosable_index(DType t) {
   return -1;
 }
 
+Variant runnable_variant(Variant v, DType t) {
+  if (v == Variant::Amx && !packed_kernel_for(v, t)) v = Variant::Avx512;
+  if (v == Variant::Avx512 && !packed_kernel_for(v, t)) v = Variant::Avx2;
+  return v;
+}
+
 KernelChoiceTable::KernelChoiceTable() {
   for (auto& row : variant) row.fill(Variant::Avx512);
 }

@@ -41,6 +41,9 @@ constexpr int kKernelAbi = 2;
 // cpu_features), or nullptr when that variant cannot run it here (the caller falls back to a
 // narrower variant: every variant of a type reads the same groups and gives the same bits).
 const PackedKernel* packed_kernel_for(Variant v, DType t);
+// The variant that runs where v is chosen: v, or the next narrower one that has a kernel for t
+// here (Amx, then Avx512, then Avx2).
+Variant runnable_variant(Variant v, DType t);
 
 struct KernelChoiceTable {
   std::array<std::array<Variant, kRegimes>, kChoosableTypes.size()> variant;

@@ -45,7 +45,12 @@ std::vector<DType> packed_types(std::span<const MatView> packed) {
 TypeChoice choice_from(const TypeSpeeds& s, const std::array<Variant, kRegimes>& use, const std::string& source) {
   TypeChoice c;
   c.type = s.type;
-  for (int r = 0; r < kRegimes; ++r) c.regime[r] = {use[r], fmt::format("{}: {}", source, speeds_text(s.regime[r]))};
+  for (int r = 0; r < kRegimes; ++r) {
+    // What runs: a cached "amx" under EMBER_SIMD=avx512 runs AVX-512 (matmul narrows it too).
+    const Variant runs = runnable_variant(use[r], s.type);
+    const std::string note = runs != use[r] ? fmt::format("; {} off here", variant_name(use[r])) : "";
+    c.regime[r] = {runs, fmt::format("{}: {}{}", source, speeds_text(s.regime[r]), note)};
+  }
   return c;
 }
 

@@ -39,10 +39,8 @@ KernelPlan pick_kernel(const MatView& w, int64_t rows) {
     // stream. All give the same bits, so the variant follows the measured table
     // (kernel_choice.h), narrowed to what runs here: AMX, then AVX-512, then AVX2.
     const cpu::Regime regime = cpu::regime_of(rows);
-    cpu::Variant v = cpu::chosen_variant(w.type, regime);
+    const cpu::Variant v = cpu::runnable_variant(cpu::chosen_variant(w.type, regime), w.type);
     const cpu::PackedKernel* k = cpu::packed_kernel_for(v, w.type);
-    if (!k && v == cpu::Variant::Amx) k = cpu::packed_kernel_for(v = cpu::Variant::Avx512, w.type);
-    if (!k) k = cpu::packed_kernel_for(v = cpu::Variant::Avx2, w.type);
     if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel reads {} weights in the interleaved layout", dtype_name(w.type));
     cpu::count_variant_call(v, regime);
     return {k->act, k->tile, 2 * k->group_rows};
