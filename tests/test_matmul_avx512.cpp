@@ -282,7 +282,7 @@ TEST_CASE("packed kernels with 16-token tiles (AMX) on odd shapes, extreme and r
   // and bitwise with the AVX2 kernel, on the chunked runs and token by token as well.
   if (!cpu_features().amx_int8) MESSAGE("AMX int8 kernels skipped: this CPU or OS offers no AMX int8");
   uint64_t seed = 700;
-  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q6_K}) {
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     for (int64_t blocks : {1, 3, 7})
       for (int64_t rows : {37, 29, 8})
         for (int64_t tokens : {16, 33, 70, 80, 150}) {

@@ -24,11 +24,13 @@ const PackedKernel* packed_kernel(DType w) {
   static const PackedKernel q4_0 = reading_groups_of(kPackedQ4_0x8Avx2, tile_q4_0);
   static const PackedKernel q8_0 = reading_groups_of(kPackedQ8_0x8Avx2, tile_q8_0);
   static const PackedKernel q4_k = reading_groups_of(kPackedQ4_Kx8Avx2, tile_q4_k);
+  static const PackedKernel q5_k = reading_groups_of(kPackedQ5_Kx8Avx2, tile_q5_k);
   static const PackedKernel q6_k = reading_groups_of(kPackedQ6_Kx8Avx2, tile_q6_k);
   switch (w) {
     case DType::Q4_0: return &q4_0;
     case DType::Q8_0: return &q8_0;
     case DType::Q4_K: return &q4_k;
+    case DType::Q5_K: return &q5_k;
     case DType::Q6_K: return &q6_k;
     default: return nullptr;
   }

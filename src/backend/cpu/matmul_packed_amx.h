@@ -27,7 +27,8 @@ const PackedKernel* packed_kernel(DType w);
 #ifdef EMBER_AMX_KERNEL  // the kernel files: one tile function per weight format, for the table
 void tile_q4_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q4_0_amx.cpp
 void tile_q8_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q8_0_amx.cpp
-void tile_q4_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q4_k_amx.cpp
+void tile_q4_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q45_k_amx.cpp
+void tile_q5_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q45_k_amx.cpp
 void tile_q6_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q6_k_amx.cpp
 #endif
 

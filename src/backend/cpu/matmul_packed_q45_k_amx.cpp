@@ -1,14 +1,16 @@
-// Packed Q4_K with AMX int8 (see matmul_packed_amx.h): the groups of
-// matmul_packed_q4_k_avx2.cpp (per super-block a 128-byte head of fp16 d, dmin and the packed
-// 6-bit scales, then load 8j+q of the codes: dword r holds 4 bytes of row r, low nibbles
-// sub-block 2j, high nibbles 2j+1).
+// Packed Q4_K and Q5_K with AMX int8 (see matmul_packed_amx.h): the groups of
+// packed_q45_k_avx2.h (per super-block a 128-byte head of fp16 d, dmin and the packed 6-bit
+// scales, then the codes as the format's policy in packed_q45_k_avx512.h unpacks them: load q
+// of sub-block pair sp gives elements 4q..4q+3 of sub-blocks 2sp and 2sp+1 of 16 rows).
 //
 // The AVX-512 kernel sums a super-block as isum = sum_g sc_g * S_g, one int32 dot S_g per
 // sub-block of 32. Storing 8 dot tiles per super-block would cost more than it saves, so the
-// 6-bit scale goes into the weights instead: sc = 16 * hi + lo with lo <= 15 and hi <= 3, and
-// the staged B tiles hold the bytes u * lo (<= 225, unsigned) and u * hi (<= 45). Two tile
-// sums over the whole super-block (tdpbsud: signed activations, unsigned weights) give
-//   C_lo = sum_g lo_g * S_g,  C_hi = sum_g hi_g * S_g,  isum = C_lo + 16 * C_hi
+// 6-bit scale goes into the weights instead, split so that every product fits a byte:
+// sc = hi << s | lo, with s = 4 for Q4_K (codes u <= 15: u * lo <= 225, u * hi <= 45) and
+// s = 3 for Q5_K (u <= 31: u * lo, u * hi <= 217). The staged B tiles hold the bytes u * lo
+// and u * hi; two tile sums over the whole super-block (tdpbsud: signed activations,
+// unsigned weights) give
+//   C_lo = sum_g lo_g * S_g,  C_hi = sum_g hi_g * S_g,  isum = C_lo + (C_hi << s)
 // exactly (|C_lo| <= 256 * 225 * 127 < 2^23): the AVX-512 kernel's integer. The mins term and
 // the f32 steps
 //   y_r += d_r * da * isum_r - dmin_r * da * M_r
@@ -25,20 +27,21 @@ namespace ember::cpu::amx {
 namespace {
 
 namespace simd512 = avx512::simd512;
-using avx512::q45x16::mins_dot;
-using avx512::q45x16::RowScales16;
+namespace q45x16 = avx512::q45x16;
+using q45x16::mins_dot;
+using q45x16::RowScales16;
 
 // A sub-block's scale part (lo or hi) of each row as the int16 pair of its dword, for mullo:
 // every product u * part fits its byte, so the 16-bit products carry nothing across bytes.
 inline __m512i scale_words(__m512i part) { return _mm512_or_si512(part, _mm512_slli_epi32(part, 16)); }
 
-struct Q4KTiles {
-  static constexpr size_t kCodeBytes = 32 * 32;  // per super-block and group
-  static constexpr size_t kSuperBytes = q45::kHeadBytes + kCodeBytes;
-  static_assert(kSuperBytes == kGroupRows * sizeof(block_q4_K), "the AVX2 kernel's groups");
+// Codes: the format's policy (q45x16::Q4KCodes16, Q5KCodes16); kScaleShift: s above.
+template <class Codes, int kScaleShift>
+struct Q45KTiles {
+  static constexpr size_t kSuperBytes = q45::kHeadBytes + Codes::kBytes;
+  static_assert(kSuperBytes == kGroupRows * sizeof(typename Codes::Block), "the AVX2 kernel's groups");
   static constexpr size_t kTileBytes = 16 * 64;             // one B tile: 16 x 64 B
   static constexpr size_t kStagedBytes = 8 * kTileBytes;    // per super-block: (lo, hi) x 4 pairs
-  static constexpr int kScaleShift = 4;                     // sc = hi << 4 | lo
   static constexpr int kMaxTokenTiles = 2;
   // Tiles: 0, 1 the activations of two 16-token tiles (16 x 64 B: a pair of sub-blocks); 2, 3
   // the weights times lo and hi (16 x 64 B); 4 + 2i, 5 + 2i the sums C_lo, C_hi of token tile
@@ -62,20 +65,18 @@ struct Q4KTiles {
     const uint8_t* lo = pr.lo + b * kSuperBytes;
     const uint8_t* hi = pr.hi + b * kSuperBytes;
     const RowScales16 scales(lo + q45::kScaleOff, hi + q45::kScaleOff);
-    const __m512i nibble = _mm512_set1_epi8(0x0F), low4 = _mm512_set1_epi32(0x0F);
+    const __m512i low = _mm512_set1_epi32((1 << kScaleShift) - 1);
     for (int sp = 0; sp < 4; ++sp) {
       const __m512i sc0 = scales.scale(2 * sp), sc1 = scales.scale(2 * sp + 1);
-      const __m512i lo0 = scale_words(_mm512_and_si512(sc0, low4)), lo1 = scale_words(_mm512_and_si512(sc1, low4));
+      const __m512i lo0 = scale_words(_mm512_and_si512(sc0, low)), lo1 = scale_words(_mm512_and_si512(sc1, low));
       const __m512i hi0 = scale_words(_mm512_srli_epi32(sc0, kScaleShift));
       const __m512i hi1 = scale_words(_mm512_srli_epi32(sc1, kScaleShift));
       uint8_t* tile_lo = out + (2 * sp) * kTileBytes;
       uint8_t* tile_hi = tile_lo + kTileBytes;
 #pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {
-        const size_t at = q45::kHeadBytes + 256 * sp + 32 * q;
-        const __m512i raw = simd512::load_pair(lo + at, hi + at);
-        const __m512i u0 = _mm512_and_si512(raw, nibble);
-        const __m512i u1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+        __m512i u0, u1;
+        Codes::unpack(lo + q45::kHeadBytes, hi + q45::kHeadBytes, sp, q, u0, u1);
         _mm512_store_si512(tile_lo + 64 * q, _mm512_mullo_epi16(u0, lo0));
         _mm512_store_si512(tile_lo + 64 * (8 + q), _mm512_mullo_epi16(u1, lo1));
         _mm512_store_si512(tile_hi + 64 * q, _mm512_mullo_epi16(u0, hi0));
@@ -150,7 +151,11 @@ struct Q4KTiles {
 }  // namespace
 
 void tile_q4_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  tile_kernel<Q4KTiles>(p, r0, r1, c0, c1, avx512::tile_q4_k);
+  tile_kernel<Q45KTiles<q45x16::Q4KCodes16, 4>>(p, r0, r1, c0, c1, avx512::tile_q4_k);
+}
+
+void tile_q5_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  tile_kernel<Q45KTiles<q45x16::Q5KCodes16, 3>>(p, r0, r1, c0, c1, avx512::tile_q5_k);
 }
 
 }  // namespace ember::cpu::amx
