@@ -43,6 +43,7 @@ struct Q45KTiles {
   static constexpr size_t kTileBytes = 16 * 64;             // one B tile: 16 x 64 B
   static constexpr size_t kStagedBytes = 8 * kTileBytes;    // per super-block: (lo, hi) x 4 pairs
   static constexpr int kMaxTokenTiles = 2;
+  static constexpr int kParts = 4;  // a pair of sub-blocks each
   // Tiles: 0, 1 the activations of two 16-token tiles (16 x 64 B: a pair of sub-blocks); 2, 3
   // the weights times lo and hi (16 x 64 B); 4 + 2i, 5 + 2i the sums C_lo, C_hi of token tile
   // i. Four independent sums keep the tile unit busy (a tdp waits for the one before it into
@@ -92,27 +93,26 @@ struct Q45KTiles {
   };
 
   template <int NT>
-  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b) {
-    const uint8_t* act = p.a + c * p.a_stride + b * sizeof(block_q8_K) + offsetof(block_q8_K, qs);
-    const uint8_t* act1 = act + kTileTokens * p.a_stride;
-    const uint8_t* tiles = staged + b * kStagedBytes;
-    tile_zero<4>();
-    tile_zero<5>();
-    if constexpr (NT == 2) {
-      tile_zero<6>();
-      tile_zero<7>();
-    }
-    for (int sp = 0; sp < 4; ++sp) {
-      tile_load<0>(act + 64 * sp, p.a_stride);
-      tile_load<2>(tiles + (2 * sp) * kTileBytes, 64);
-      tile_load<3>(tiles + (2 * sp + 1) * kTileBytes, 64);
-      tile_dot_su<4, 0, 2>();
-      tile_dot_su<5, 0, 3>();
+  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b, int sp) {
+    const uint8_t* act = p.a + c * p.a_stride + b * sizeof(block_q8_K) + offsetof(block_q8_K, qs) + 64 * sp;
+    const uint8_t* tiles = staged + b * kStagedBytes + (2 * sp) * kTileBytes;
+    if (sp == 0) {
+      tile_zero<4>();
+      tile_zero<5>();
       if constexpr (NT == 2) {
-        tile_load<1>(act1 + 64 * sp, p.a_stride);
-        tile_dot_su<6, 1, 2>();
-        tile_dot_su<7, 1, 3>();
+        tile_zero<6>();
+        tile_zero<7>();
       }
+    }
+    tile_load<0>(act, p.a_stride);
+    tile_load<2>(tiles, 64);
+    tile_load<3>(tiles + kTileBytes, 64);
+    tile_dot_su<4, 0, 2>();
+    tile_dot_su<5, 0, 3>();
+    if constexpr (NT == 2) {
+      tile_load<1>(act + kTileTokens * p.a_stride, p.a_stride);
+      tile_dot_su<6, 1, 2>();
+      tile_dot_su<7, 1, 3>();
     }
   }
 
@@ -126,26 +126,31 @@ struct Q45KTiles {
     }
   }
 
-  static void finish(const MatmulArgs& p, const GroupPair& pr, int64_t c, int n, int64_t b, const Sums* sums,
-                     __m512* acc) {
-    const uint8_t* lo = pr.lo + b * kSuperBytes;
-    const uint8_t* hi = pr.hi + b * kSuperBytes;
-    const RowScales16 scales(lo + q45::kScaleOff, hi + q45::kScaleOff);
-    const __m512i mins[4] = {scales.min_pair(0), scales.min_pair(1), scales.min_pair(2), scales.min_pair(3)};
-    const __m512 d = simd512::fp16_pair(lo + q45::kHalfOff, hi + q45::kHalfOff);
-    const __m512 dmin = simd512::fp16_pair(lo + q45::kMinHalfOff, hi + q45::kMinHalfOff);
-    for (int t = 0; t < n; ++t) {
-      const block_q8_K& a = reinterpret_cast<const block_q8_K*>(p.a + (c + t) * p.a_stride)[b];
-      const Sums& s = sums[t / kTileTokens];
-      const int row = 16 * (t % kTileTokens);
-      const __m512i isum = _mm512_add_epi32(_mm512_load_si512(s.lo + row),
-                                            _mm512_slli_epi32(_mm512_load_si512(s.hi + row), kScaleShift));
-      const __m512 da = _mm512_set1_ps(a.d);
-      const __m512 m = simd512::to_f32(mins_dot(mins, a.bsums));
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), simd512::to_f32(isum), acc[t]);
-      acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), m, acc[t]);
+  struct Finish {
+    __m512i mins[4];
+    __m512 d, dmin;
+    Finish(const MatmulArgs&, const GroupPair& pr, int64_t b) {
+      const uint8_t* lo = pr.lo + b * kSuperBytes;
+      const uint8_t* hi = pr.hi + b * kSuperBytes;
+      const RowScales16 scales(lo + q45::kScaleOff, hi + q45::kScaleOff);
+      for (int t = 0; t < 4; ++t) mins[t] = scales.min_pair(t);
+      d = simd512::fp16_pair(lo + q45::kHalfOff, hi + q45::kHalfOff);
+      dmin = simd512::fp16_pair(lo + q45::kMinHalfOff, hi + q45::kMinHalfOff);
     }
-  }
+    void operator()(const MatmulArgs& p, int64_t c, int t0, int t1, int64_t b, const Sums* sums, __m512* acc) const {
+      for (int t = t0; t < t1; ++t) {
+        const block_q8_K& a = reinterpret_cast<const block_q8_K*>(p.a + (c + t) * p.a_stride)[b];
+        const Sums& s = sums[t / kTileTokens];
+        const int row = 16 * (t % kTileTokens);
+        const __m512i isum = _mm512_add_epi32(_mm512_load_si512(s.lo + row),
+                                              _mm512_slli_epi32(_mm512_load_si512(s.hi + row), kScaleShift));
+        const __m512 da = _mm512_set1_ps(a.d);
+        const __m512 m = simd512::to_f32(mins_dot(mins, a.bsums));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, da), simd512::to_f32(isum), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), m, acc[t]);
+      }
+    }
+  };
 };
 
 }  // namespace

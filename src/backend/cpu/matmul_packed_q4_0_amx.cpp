@@ -26,6 +26,7 @@ struct Q4_0Tiles {
   static constexpr int kBRows = QK4_0 / 4;
   static constexpr size_t kStagedBytes = kBRows * 64;  // one B tile
   static constexpr int kMaxTokenTiles = 1;
+  static constexpr int kParts = 1;
   // Tiles: 0 activations (16 tokens x 32 B), 1 weights (8 x 64 B), 2 dots (16 x 16 int32).
   static constexpr TileConfig kConfig = TileConfig{}.tile(0, kTileTokens, QK4_0).tile(1, kBRows, 64).tile(2, kTileTokens, 64);
 
@@ -46,7 +47,7 @@ struct Q4_0Tiles {
   };
 
   template <int NT>
-  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b) {
+  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b, int) {
     static_assert(NT == 1);
     tile_load<0>(p.a + c * p.a_stride + b * sizeof(block_q8s) + offsetof(block_q8s, qs), p.a_stride);
     tile_load<1>(staged + b * kStagedBytes, 64);
@@ -59,16 +60,19 @@ struct Q4_0Tiles {
     tile_store<2>(out[0].dot, 64);
   }
 
-  static void finish(const MatmulArgs& p, const GroupPair& pr, int64_t c, int n, int64_t b, const Sums* sums,
-                     __m512* acc) {
-    const __m512 d = simd512::fp16_pair(pr.lo + b * kBlockBytes, pr.hi + b * kBlockBytes);
-    for (int t = 0; t < n; ++t) {
-      const block_q8s& ab = reinterpret_cast<const block_q8s*>(p.a + (c + t) * p.a_stride)[b];
-      const __m512 dot = simd512::to_f32(_mm512_load_si512(sums[0].dot + 16 * t));
-      const __m512 s = _mm512_fmsub_ps(_mm512_set1_ps(ab.d), dot, _mm512_set1_ps(8.0f * ab.s));
-      acc[t] = _mm512_fmadd_ps(d, s, acc[t]);
+  struct Finish {
+    __m512 d;
+    Finish(const MatmulArgs&, const GroupPair& pr, int64_t b)
+        : d(simd512::fp16_pair(pr.lo + b * kBlockBytes, pr.hi + b * kBlockBytes)) {}
+    void operator()(const MatmulArgs& p, int64_t c, int t0, int t1, int64_t b, const Sums* sums, __m512* acc) const {
+      for (int t = t0; t < t1; ++t) {
+        const block_q8s& ab = reinterpret_cast<const block_q8s*>(p.a + (c + t) * p.a_stride)[b];
+        const __m512 dot = simd512::to_f32(_mm512_load_si512(sums[0].dot + 16 * t));
+        const __m512 s = _mm512_fmsub_ps(_mm512_set1_ps(ab.d), dot, _mm512_set1_ps(8.0f * ab.s));
+        acc[t] = _mm512_fmadd_ps(d, s, acc[t]);
+      }
     }
-  }
+  };
 };
 
 }  // namespace

@@ -49,6 +49,7 @@ struct Q6KTiles {
   static constexpr size_t kTileBytes = 16 * 64;                 // one B tile: 16 x 64 B
   static constexpr size_t kStagedBytes = 4 * 4 * kTileBytes;   // per super-block: 4 chunks x 4 digits
   static constexpr int kMaxTokenTiles = 1;
+  static constexpr int kParts = 4;  // a chunk of 64 elements each
   // Tiles: 0 the activations of 16 tokens (16 x 64 B: a chunk of 4 sub-blocks); 1-3 weight
   // tiles in turn (16 x 64 B); 4-7 the digit sums C0..C3.
   static constexpr TileConfig kConfig = TileConfig{}
@@ -87,26 +88,25 @@ struct Q6KTiles {
   };
 
   template <int NT>
-  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b) {
+  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b, int ch) {
     static_assert(NT == 1);
-    const uint8_t* act = p.a + c * p.a_stride + b * sizeof(block_q8_K) + offsetof(block_q8_K, qs);
-    const uint8_t* tiles = staged + b * kStagedBytes;
-    tile_zero<4>();
-    tile_zero<5>();
-    tile_zero<6>();
-    tile_zero<7>();
-    for (int ch = 0; ch < 4; ++ch) {
-      const uint8_t* chunk = tiles + ch * 4 * kTileBytes;
-      tile_load<0>(act + 64 * ch, p.a_stride);
-      tile_load<1>(chunk, 64);
-      tile_dot_ss<4, 0, 1>();
-      tile_load<2>(chunk + kTileBytes, 64);
-      tile_dot_ss<5, 0, 2>();
-      tile_load<3>(chunk + 2 * kTileBytes, 64);
-      tile_dot_ss<6, 0, 3>();
-      tile_load<1>(chunk + 3 * kTileBytes, 64);
-      tile_dot_ss<7, 0, 1>();
+    const uint8_t* act = p.a + c * p.a_stride + b * sizeof(block_q8_K) + offsetof(block_q8_K, qs) + 64 * ch;
+    const uint8_t* chunk = staged + b * kStagedBytes + ch * 4 * kTileBytes;
+    if (ch == 0) {
+      tile_zero<4>();
+      tile_zero<5>();
+      tile_zero<6>();
+      tile_zero<7>();
     }
+    tile_load<0>(act, p.a_stride);
+    tile_load<1>(chunk, 64);
+    tile_dot_ss<4, 0, 1>();
+    tile_load<2>(chunk + kTileBytes, 64);
+    tile_dot_ss<5, 0, 2>();
+    tile_load<3>(chunk + 2 * kTileBytes, 64);
+    tile_dot_ss<6, 0, 3>();
+    tile_load<1>(chunk + 3 * kTileBytes, 64);
+    tile_dot_ss<7, 0, 1>();
   }
 
   template <int NT>
@@ -117,17 +117,20 @@ struct Q6KTiles {
     tile_store<7>(out[0].c[3], 64);
   }
 
-  static void finish(const MatmulArgs& p, const GroupPair& pr, int64_t c, int n, int64_t b, const Sums* sums,
-                     __m512* acc) {
-    const __m512 d = simd512::fp16_pair(pr.lo + b * q6::kSuperBytes + q6::kDAt, pr.hi + b * q6::kSuperBytes + q6::kDAt);
-    const Sums& s = sums[0];
-    for (int t = 0; t < n; ++t) {
-      const float da = reinterpret_cast<const block_q8_K*>(p.a + (c + t) * p.a_stride)[b].d;
-      __m512i isum = _mm512_load_si512(s.c[3] + 16 * t);
-      for (int i = 2; i >= 0; --i) isum = _mm512_add_epi32(_mm512_slli_epi32(isum, 2), _mm512_load_si512(s.c[i] + 16 * t));
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(da)), simd512::to_f32(isum), acc[t]);
+  struct Finish {
+    __m512 d;
+    Finish(const MatmulArgs&, const GroupPair& pr, int64_t b)
+        : d(simd512::fp16_pair(pr.lo + b * q6::kSuperBytes + q6::kDAt, pr.hi + b * q6::kSuperBytes + q6::kDAt)) {}
+    void operator()(const MatmulArgs& p, int64_t c, int t0, int t1, int64_t b, const Sums* sums, __m512* acc) const {
+      const Sums& s = sums[0];
+      for (int t = t0; t < t1; ++t) {
+        const float da = reinterpret_cast<const block_q8_K*>(p.a + (c + t) * p.a_stride)[b].d;
+        __m512i isum = _mm512_load_si512(s.c[3] + 16 * t);
+        for (int i = 2; i >= 0; --i) isum = _mm512_add_epi32(_mm512_slli_epi32(isum, 2), _mm512_load_si512(s.c[i] + 16 * t));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(da)), simd512::to_f32(isum), acc[t]);
+      }
     }
-  }
+  };
 };
 
 }  // namespace

@@ -27,6 +27,7 @@ struct Q8_0Tiles {
   static constexpr int kBRows = QK8_0 / 4;
   static constexpr size_t kStagedBytes = kBRows * 64;       // one B tile
   static constexpr int kMaxTokenTiles = 1;
+  static constexpr int kParts = 1;
   // Tiles: 0 activations (16 tokens x 32 B), 1 weights (8 x 64 B), 2 dots (16 x 16 int32).
   static constexpr TileConfig kConfig = TileConfig{}.tile(0, kTileTokens, QK8_0).tile(1, kBRows, 64).tile(2, kTileTokens, 64);
 
@@ -42,7 +43,7 @@ struct Q8_0Tiles {
   };
 
   template <int NT>
-  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b) {
+  static void start(const MatmulArgs& p, const uint8_t* staged, int64_t c, int64_t b, int) {
     static_assert(NT == 1);
     tile_load<0>(p.a + c * p.a_stride + b * sizeof(block_q8s) + offsetof(block_q8s, qs), p.a_stride);
     tile_load<1>(staged + b * kStagedBytes, 64);
@@ -55,15 +56,18 @@ struct Q8_0Tiles {
     tile_store<2>(out[0].dot, 64);
   }
 
-  static void finish(const MatmulArgs& p, const GroupPair& pr, int64_t c, int n, int64_t b, const Sums* sums,
-                     __m512* acc) {
-    const __m512 d = simd512::fp16_pair(pr.lo + b * kScaleBytes, pr.hi + b * kScaleBytes);
-    for (int t = 0; t < n; ++t) {
-      const float da = reinterpret_cast<const block_q8s*>(p.a + (c + t) * p.a_stride)[b].d;
-      const __m512 s = simd512::to_f32(_mm512_load_si512(sums[0].dot + 16 * t));
-      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(da)), s, acc[t]);
+  struct Finish {
+    __m512 d;
+    Finish(const MatmulArgs&, const GroupPair& pr, int64_t b)
+        : d(simd512::fp16_pair(pr.lo + b * kScaleBytes, pr.hi + b * kScaleBytes)) {}
+    void operator()(const MatmulArgs& p, int64_t c, int t0, int t1, int64_t b, const Sums* sums, __m512* acc) const {
+      for (int t = t0; t < t1; ++t) {
+        const float da = reinterpret_cast<const block_q8s*>(p.a + (c + t) * p.a_stride)[b].d;
+        const __m512 s = simd512::to_f32(_mm512_load_si512(sums[0].dot + 16 * t));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(da)), s, acc[t]);
+      }
     }
-  }
+  };
 };
 
 }  // namespace
