@@ -102,6 +102,18 @@ TEST_CASE("AVX2 is chosen only when it measured faster by more than the noise ma
   CHECK(v.faster() == Variant::Avx512);
 }
 
+TEST_CASE("AMX is chosen only when it measured faster than the better of the others by more than the margin") {
+  cpu::VariantSpeeds v;
+  v.gbs = {10.0, 10.0, 10.2};  // a tie with AVX-512 (AMX hands fewer than 16 rows to it)
+  CHECK(v.faster() == Variant::Avx512);
+  v.gbs = {10.0, 10.0, 11.0};
+  CHECK(v.faster() == Variant::Amx);
+  v.gbs = {12.0, 10.0, 12.2};  // AVX2 is the one to beat
+  CHECK(v.faster() == Variant::Avx2);
+  v.gbs = {12.0, 10.0, 0.0};  // not measured
+  CHECK(v.faster() == Variant::Avx2);
+}
+
 TEST_CASE("regimes split at one row and at 16 rows") {
   CHECK(cpu::regime_of(1) == Regime::Decode);
   CHECK(cpu::regime_of(2) == Regime::SmallBatch);
@@ -165,6 +177,41 @@ TEST_CASE("each regime runs the variant the table names, and a row gets the same
     }
   }
   if (!avx512_variants_run()) MESSAGE("no AVX-512 VNNI here: only the AVX2 variant ran");
+}
+
+TEST_CASE("the AMX variant runs where the CPU has it, narrows to AVX-512 or AVX2 elsewhere, and keeps the bits") {
+  ChoiceGuard guard;
+  ThreadPool pool(2);
+  for (DType t : cpu::kChoosableTypes) {
+    CAPTURE(dtype_name(t));
+    const int64_t k = 3 * 256, rows = 40;  // 40 rows: two 16-token tiles and 8 left over
+    PackedMatrix w(t, 56, k, 30 + static_cast<int>(t));
+    const std::vector<float> x = check::Rng(31).normal(static_cast<size_t>(rows * k));
+    for (SimdLevel level : {SimdLevel::AMX, SimdLevel::AVX512}) {  // EMBER_SIMD=avx512 switches AMX off
+      set_simd_level(level);
+      CAPTURE(simd_level_name(simd_level()));
+      const Variant ran = cpu::packed_kernel_for(Variant::Amx, t)      ? Variant::Amx
+                          : cpu::packed_kernel_for(Variant::Avx512, t) ? Variant::Avx512
+                                                                       : Variant::Avx2;
+      if (simd_level() < SimdLevel::AMX) CHECK(ran != Variant::Amx);
+      cpu::set_kernel_choice(cpu::KernelChoiceTable::all(Variant::Avx2));
+      const std::vector<float> avx2 = run_matmul(pool, w.view(), x, rows);
+      cpu::set_kernel_choice(cpu::KernelChoiceTable::all(Variant::Amx));
+      const uint64_t p0 = calls(ran, Regime::Prefill), b0 = calls(ran, Regime::SmallBatch);
+      const std::vector<float> prefill = run_matmul(pool, w.view(), x, rows);
+      const std::vector<float> batch16 = run_matmul(pool, w.view(), x, 16);
+      CHECK(calls(ran, Regime::Prefill) == p0 + 1);
+      CHECK(calls(ran, Regime::SmallBatch) == b0 + 1);
+      CHECK(std::memcmp(prefill.data(), avx2.data(), avx2.size() * sizeof(float)) == 0);
+      CHECK(std::memcmp(batch16.data(), avx2.data(), batch16.size() * sizeof(float)) == 0);
+      for (int64_t row : {int64_t{0}, int64_t{17}, rows - 1}) {
+        const std::vector<float> one(x.begin() + row * k, x.begin() + (row + 1) * k);
+        const std::vector<float> alone = run_matmul(pool, w.view(), one, 1);
+        CHECK(std::memcmp(alone.data(), prefill.data() + row * w.view().rows, alone.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+  if (!cpu_features().amx_int8) MESSAGE("no AMX int8 here: the AMX entries ran AVX-512 or AVX2");
 }
 
 TEST_CASE("EMBER_SIMD below avx512 runs AVX2 whatever the table says") {
@@ -260,15 +307,22 @@ TEST_CASE("a cached \"use\" is honoured and types this build cannot choose are s
   TempDir dir;
   const std::string path = dir.file("kernel-choice.json");
   const cpu::KernelCacheKey key{"Test CPU 9000", "1.2.3", cpu::kKernelAbi, 2};
-  write_file(path, R"({"format": "ember-kernel-choice", "cpu": "Test CPU 9000", "ember": "1.2.3", "abi": 1,
+  write_file(path, R"({"format": "ember-kernel-choice", "cpu": "Test CPU 9000", "ember": "1.2.3", "abi": )" +
+                       std::to_string(cpu::kKernelAbi) + R"(,
     "threads": {"2": {"F16": {}, "Q4_0": {
       "decode": {"use": "avx2", "avx2_gbs": 1, "avx512_gbs": 2},
       "batch": {"use": "avx512", "avx2_gbs": 1, "avx512_gbs": 2},
-      "prefill": {"use": "avx2", "avx2_gbs": 3, "avx512_gbs": 2}}}}})");
+      "prefill": {"use": "avx2", "avx2_gbs": 3, "avx512_gbs": 2}}, "Q8_0": {
+      "decode": {"use": "avx512", "avx2_gbs": 1, "avx512_gbs": 2, "amx_gbs": 2},
+      "batch": {"use": "avx512", "avx2_gbs": 1, "avx512_gbs": 2},
+      "prefill": {"use": "amx", "avx2_gbs": 1, "avx512_gbs": 2, "amx_gbs": 5}}}}})");
   const cpu::CachedSpeeds c = cpu::read_kernel_cache(path, key);
   CHECK(c.warning.empty());
-  REQUIRE(c.types.size() == 1);
+  REQUIRE(c.types.size() == 2);
   CHECK(c.use[0] == std::array<Variant, 3>{Variant::Avx2, Variant::Avx512, Variant::Avx2});
+  CHECK(c.use[1] == std::array<Variant, 3>{Variant::Avx512, Variant::Avx512, Variant::Amx});
+  CHECK(c.types[1].regime[2].gbs[2] == 5);
+  CHECK(c.types[1].regime[1].gbs[2] == 0);  // no amx_gbs: not measured
 }
 
 TEST_CASE("choose_packed_kernels: cached entries set the table, missing types are measured and cached, widest skips") {
@@ -289,8 +343,11 @@ TEST_CASE("choose_packed_kernels: cached entries set the table, missing types ar
   o.verbose = false;
   // Q4_0 cached with a choice no measurement would make (avx2 where avx512 is listed faster
   // and the other way round): the table must follow the file.
-  REQUIRE(cpu::write_kernel_cache(o.cache_path, cpu::current_kernel_cache_key(pool.size()),
-                                  {speeds(DType::Q4_0, 0, 0)}) == "");
+  // An AMX figure for prefill, lower than AVX2's: where AMX runs, an entry without one would
+  // be measured again (the next test case).
+  cpu::TypeSpeeds q4_0 = speeds(DType::Q4_0, 0, 0);
+  q4_0.regime[static_cast<int>(Regime::Prefill)].gbs[2] = 1;
+  REQUIRE(cpu::write_kernel_cache(o.cache_path, cpu::current_kernel_cache_key(pool.size()), {q4_0}) == "");
   write_file(o.cache_path, [&] {
     std::ifstream f(o.cache_path);
     std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -330,6 +387,41 @@ TEST_CASE("choose_packed_kernels: cached entries set the table, missing types ar
   const cpu::CachedSpeeds now = cpu::read_kernel_cache(o.cache_path, cpu::current_kernel_cache_key(pool.size()));
   REQUIRE(now.types.size() == 2);
   CHECK(now.types[0].regime[0].gbs[0] > 0);
+}
+
+TEST_CASE("a cached entry measured without AMX is measured again where AMX runs") {
+  ChoiceGuard guard;
+  if (!cpu::packed_kernel_for(Variant::Amx, DType::Q8_0)) {
+    MESSAGE("no AMX int8 here: nothing to measure again");
+    return;
+  }
+  TempDir dir;
+  ThreadPool pool(2);
+  PackedMatrix q8(DType::Q8_0, 64, 512, 2);
+  cpu::KernelChoiceOptions o;
+  o.cache_path = dir.file("kernel-choice.json");
+  o.plan.decode_bytes = 1 << 16;
+  o.plan.repeats = o.plan.max_repeats = 1;
+  o.plan.batch_pass_bytes = o.plan.prefill_pass_bytes = 1 << 16;
+  o.verbose = false;
+  // As written under EMBER_SIMD=avx512 (or by an older ember): no amx_gbs.
+  REQUIRE(cpu::write_kernel_cache(o.cache_path, cpu::current_kernel_cache_key(pool.size()),
+                                  {speeds(DType::Q8_0, 10, 12)}) == "");
+  const cpu::KernelChoiceReport r = cpu::choose_packed_kernels(pool, std::vector<MatView>{q8.view()}, o);
+  REQUIRE(r.types.size() == 1);
+  CHECK(r.types[0].regime[2].why.rfind("calibrated", 0) == 0);
+  CHECK(r.types[0].regime[2].why.find("amx") != std::string::npos);
+  const cpu::CachedSpeeds now = cpu::read_kernel_cache(o.cache_path, cpu::current_kernel_cache_key(pool.size()));
+  REQUIRE(now.types.size() == 1);
+  CHECK(now.types[0].regime[2].gbs[2] > 0);
+  CHECK(now.types[0].regime[0].gbs[2] == 0);  // AMX is measured for prefill only
+
+  // Under EMBER_SIMD=avx512 the same cache is used as it is, and nothing runs AMX.
+  set_simd_level(SimdLevel::AVX512);
+  CHECK(cpu::packed_kernel_for(Variant::Amx, DType::Q8_0) == nullptr);
+  const cpu::KernelChoiceReport capped = cpu::choose_packed_kernels(pool, std::vector<MatView>{q8.view()}, o);
+  REQUIRE(capped.types.size() == 1);
+  CHECK(capped.types[0].regime[2].why.rfind("cached", 0) == 0);
 }
 
 TEST_CASE("EMBER_KERNEL_CHOICE: auto, calibrate, widest, anything else refused in one line") {

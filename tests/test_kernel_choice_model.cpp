@@ -45,22 +45,25 @@ uint64_t total_calls(Variant v) {
 TEST_CASE("a model's logits are the same bits whichever variant each regime runs") {
   const cpu::KernelChoiceTable saved = cpu::kernel_choice();
   test::TempDir dir("kchoice-model");
-  for (const char* type : {"q4_0", "q8_0"}) {
+  for (const char* type : {"q4_0", "q8_0", "q4_k_m"}) {
     CAPTURE(type);
     auto model = Model::load(test::synth_family(dir, "llama", type), test::quiet_load());
     const std::vector<int32_t> a = test::prompt_of(40, 1), other = test::prompt_of(30, 2);
     ThreadPool pool(2);
     std::vector<std::vector<float>> runs;
-    for (Variant decode : {Variant::Avx2, Variant::Avx512}) {
-      const Variant batch = decode == Variant::Avx2 ? Variant::Avx512 : Variant::Avx2;
+    // Decode and prefill on one variant, small batches on the other; then prefill on AMX
+    // (where the CPU has it: the 40-token prefill is two AMX tiles and 8 tokens left over).
+    for (Variant decode : {Variant::Avx2, Variant::Avx512, Variant::Amx}) {
+      const Variant batch = decode == Variant::Avx512 ? Variant::Avx2 : Variant::Avx512;
       cpu::KernelChoiceTable table;
       for (DType t : cpu::kChoosableTypes) {
-        table.set(t, Regime::Decode, decode);
+        table.set(t, Regime::Decode, decode == Variant::Amx ? Variant::Avx2 : decode);
         table.set(t, Regime::SmallBatch, batch);
         table.set(t, Regime::Prefill, decode);
       }
       cpu::set_kernel_choice(table);
-      const uint64_t avx2_before = total_calls(Variant::Avx2), avx512_before = total_calls(Variant::Avx512);
+      const uint64_t avx2_before = total_calls(Variant::Avx2), avx512_before = total_calls(Variant::Avx512),
+                     amx_before = total_calls(Variant::Amx);
       Context one(*model, test::options(1), pool), prefill(*model, test::options(1), pool),
           mixed(*model, test::options(2), pool);
       runs.push_back(test::run_one_by_one(one, a, 0, a.size()));
@@ -68,7 +71,9 @@ TEST_CASE("a model's logits are the same bits whichever variant each regime runs
       runs.push_back(in_small_batches(mixed, a, other));
       CHECK(total_calls(Variant::Avx2) > avx2_before);
       if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni) CHECK(total_calls(Variant::Avx512) > avx512_before);
+      if (decode == Variant::Amx && simd_level() >= SimdLevel::AMX) CHECK(total_calls(Variant::Amx) > amx_before);
     }
+    if (simd_level() < SimdLevel::AMX) MESSAGE("no AMX int8 here: the AMX prefill entries ran AVX-512 or AVX2");
     for (size_t i = 1; i < runs.size(); ++i) {
       CAPTURE(i);
       REQUIRE(runs[i].size() == runs[0].size());

@@ -2,7 +2,10 @@
 // reference loop and against the AVX2 packed kernels whose groups they read:
 // - their SIMDe build (namespace avx512_emulated, compiled into this test when CMake found
 //   SIMDe: EMBER_AVX512_EMULATION) on any CPU with AVX2, which runs the kernels' exact logic;
-// - their native build (namespace avx512, in ember_core) when the CPU has AVX-512 VNNI.
+// - their native build (namespace avx512, in ember_core) when the CPU has AVX-512 VNNI;
+// - the AMX int8 kernels (matmul_packed_amx.h) of the types that have one, when the CPU has
+//   AMX (no emulation: skipped with a message elsewhere), with more tokens (whole 16-token
+//   tiles and the AVX-512 kernel's leftovers) in a test case of their own.
 // Odd shapes: rows that leave a pair of groups half filled and a short last group, row ranges
 // that start at an odd group (as the driver's chunks may), several blocks per row, 1 to 70
 // tokens (whole and partial 4-token tiles, and a second token block). Every output is checked
@@ -23,6 +26,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/matmul_bf16_avx512.h"
+#include "backend/cpu/matmul_packed_amx.h"
 #include "backend/cpu/matmul_packed_avx512.h"
 #include "backend/cpu/matmul_reference.h"
 #include "backend_check.h"
@@ -49,6 +53,7 @@ std::vector<Level> levels() {
   if (cpu_features().avx2) out.push_back({"avx512 emulated (SIMDe)", cpu::avx512_emulated::packed_kernel});
 #endif
   if (cpu_features().avx512_vnni) out.push_back({"avx512 native", cpu::avx512::packed_kernel});
+  if (cpu_features().amx_int8) out.push_back({"amx", cpu::amx::packed_kernel});
   return out;
 }
 
@@ -61,6 +66,8 @@ TEST_CASE("the AVX-512 kernel builds that run here") {
 #endif
   MESSAGE((std::string("native AVX-512 VNNI kernels: ") +
           (cpu_features().avx512_vnni ? "tested" : "skipped (this CPU lacks AVX-512 VNNI)")));
+  MESSAGE((std::string("AMX int8 kernels: ") +
+          (cpu_features().amx_int8 ? "tested" : "skipped (this CPU or OS offers no AMX int8)")));
   // The types without a kernel keep the AVX2 one; those with one read its groups.
   for (const Level& level : levels()) {
     CHECK(level.avx512(DType::F32) == nullptr);
@@ -175,6 +182,12 @@ void check_kernel(const Level& level, const Problem& pb, const std::string& what
   CHECK(differences(single.dense(), batch.dense()) == 0);
 }
 
+// Checks every build that has a kernel for the problem's type.
+void check_levels(const Problem& pb, const std::string& what) {
+  for (const Level& level : levels())
+    if (level.avx512(pb.type)) check_kernel(level, pb, what);
+}
+
 std::vector<uint8_t> quantized_normal(DType t, int64_t rows, int64_t k, check::Rng& rng) {
   const size_t row_bytes = dtype_row_bytes(t, k);
   std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
@@ -206,7 +219,7 @@ TEST_CASE("packed AVX-512 kernels match the reference and the AVX2 kernels on od
                  rng.uniform(static_cast<size_t>(s.tokens * k), -2.0f, 2.0f));
       const std::string what = std::string(dtype_name(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(k) +
                                ", " + std::to_string(s.tokens) + " tokens";
-      for (const Level& level : levels()) check_kernel(level, pb, what);
+      check_levels(pb, what);
     }
   }
 }
@@ -226,7 +239,7 @@ TEST_CASE("packed AVX-512 kernels on extreme codes over long rows") {
       quantize_row_reference(t, src.data(), w.data() + r * row_bytes, k);
     }
     Problem pb(t, rows, k, std::move(w), xs);
-    for (const Level& level : levels()) check_kernel(level, pb, std::string(dtype_name(t)) + " saturated");
+    check_levels(pb, std::string(dtype_name(t)) + " saturated");
   }
 }
 
@@ -256,7 +269,46 @@ TEST_CASE("packed AVX-512 kernels on random bit patterns") {
     check::Rng rng(seed++);
     const int64_t rows = 21, tokens = 6, k = block_k(t, t == DType::Q4_0 || t == DType::Q8_0 ? 9 : 3);
     Problem pb(t, rows, k, random_blocks(t, rows, k, rng), rng.uniform(static_cast<size_t>(tokens * k), -3.0f, 3.0f));
-    for (const Level& level : levels()) check_kernel(level, pb, std::string(dtype_name(t)) + " random blocks");
+    check_levels(pb, std::string(dtype_name(t)) + " random blocks");
+  }
+}
+
+TEST_CASE("packed kernels with 16-token tiles (AMX) on odd shapes, extreme and random codes") {
+  // The AMX kernels take whole tiles of 16 tokens and leave the rest to the AVX-512 kernel:
+  // 16 (one tile), 33 (two and one left), 70 (four tiles, then 6 left)
+  // and 80 (five whole tiles, none left), 150 (a second token block of the AMX
+  // walk's 128, with one tile and 6 left). Rows as above; K of one and of several
+  // (super-)blocks. The checks compare every build (the AVX-512 ones too) with the reference
+  // and bitwise with the AVX2 kernel, on the chunked runs and token by token as well.
+  if (!cpu_features().amx_int8) MESSAGE("AMX int8 kernels skipped: this CPU or OS offers no AMX int8");
+  uint64_t seed = 700;
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+    for (int64_t blocks : {1, 3, 7})
+      for (int64_t rows : {37, 29, 8})
+        for (int64_t tokens : {16, 33, 70, 80, 150}) {
+          check::Rng rng(seed++);
+          const int64_t k = block_k(t, blocks);
+          Problem pb(t, rows, k, quantized_normal(t, rows, k, rng),
+                     rng.uniform(static_cast<size_t>(tokens * k), -2.0f, 2.0f));
+          check_levels(pb, std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(k) + ", " +
+                               std::to_string(tokens) + " tokens");
+        }
+    check::Rng rng(seed++);
+    const int64_t rows = 21, tokens = 35, k = block_k(t, 5);
+    Problem random(t, rows, k, random_blocks(t, rows, k, rng), rng.uniform(static_cast<size_t>(tokens * k), -3.0f, 3.0f));
+    check_levels(random, std::string(dtype_name(t)) + " random blocks, 35 tokens");
+    // Saturated: the largest codes and scales, activations at +-127 with signs aligned.
+    const int64_t sk = 4096, srows = 19, stokens = 32;
+    std::vector<float> xs(static_cast<size_t>(stokens * sk));
+    for (int64_t i = 0; i < stokens * sk; ++i) xs[i] = (i % 3 == 0 ? -100.0f : 100.0f);
+    const size_t row_bytes = dtype_row_bytes(t, sk);
+    std::vector<uint8_t> w(row_bytes * srows);
+    std::vector<float> src(static_cast<size_t>(sk));
+    for (int64_t r = 0; r < srows; ++r) {
+      for (int64_t i = 0; i < sk; ++i) src[i] = (i % 3 == 0 ? -1.0f : 1.0f) * static_cast<float>(r + 1);
+      quantize_row_reference(t, src.data(), w.data() + r * row_bytes, sk);
+    }
+    check_levels(Problem(t, srows, sk, std::move(w), xs), std::string(dtype_name(t)) + " saturated, 32 tokens");
   }
 }
 

@@ -6,10 +6,37 @@
 #endif
 #include <cstdlib>
 #include <cstring>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace ember {
 
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+// AMX int8 usable by this process: the CPUID bits (leaf 7: EDX 24 AMX-TILE, 25 AMX-INT8),
+// the tile state enabled by the OS in XCR0 (bits 17 TILECFG, 18 TILEDATA; read with xgetbv
+// only when OSXSAVE says it exists), and on Linux the permission for the tile data, which the
+// kernel grants per process on request (ARCH_REQ_XCOMP_PERM, 5.16 and later): without it the
+// first tile instruction would kill the process. Any failure leaves AMX unused.
+bool detect_amx_int8() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!((edx >> 24) & 1u) || !((edx >> 25) & 1u)) return false;
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  if (!__get_cpuid(1, &a1, &b1, &c1, &d1) || !((c1 >> 27) & 1u)) return false;  // OSXSAVE
+  uint32_t xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+#endif
+  return true;
+}
+#endif
 
 CpuFeatures detect() {
   CpuFeatures f;
@@ -26,18 +53,25 @@ CpuFeatures detect() {
     f.avx_vnni = f.avx2 && ((eax >> 4) & 1u);
     f.avx512_bf16 = f.avx512 && ((eax >> 5) & 1u);
   }
+  // The AMX kernels finish their blocks with AVX-512 VNNI code (and fall back to it).
+  f.amx_int8 = f.avx512_vnni && detect_amx_int8();
 #endif
   return f;
 }
 
-SimdLevel best_level() {
+SimdLevel max_level() {
   const CpuFeatures& f = cpu_features();
-  SimdLevel level = f.avx512 ? SimdLevel::AVX512 : f.avx2 ? SimdLevel::AVX2 : SimdLevel::Scalar;
+  return f.amx_int8 ? SimdLevel::AMX : f.avx512 ? SimdLevel::AVX512 : f.avx2 ? SimdLevel::AVX2 : SimdLevel::Scalar;
+}
+
+SimdLevel best_level() {
+  SimdLevel level = max_level();
   if (const char* env = std::getenv("EMBER_SIMD")) {
     SimdLevel asked = level;
     if (std::strcmp(env, "scalar") == 0) asked = SimdLevel::Scalar;
     if (std::strcmp(env, "avx2") == 0) asked = SimdLevel::AVX2;
     if (std::strcmp(env, "avx512") == 0) asked = SimdLevel::AVX512;
+    if (std::strcmp(env, "amx") == 0) asked = SimdLevel::AMX;
     if (asked < level) level = asked;
   }
   return level;
@@ -58,8 +92,7 @@ const CpuFeatures& cpu_features() {
 SimdLevel simd_level() { return static_cast<SimdLevel>(level_slot().load(std::memory_order_relaxed)); }
 
 void set_simd_level(SimdLevel level) {
-  const CpuFeatures& f = cpu_features();
-  SimdLevel max = f.avx512 ? SimdLevel::AVX512 : f.avx2 ? SimdLevel::AVX2 : SimdLevel::Scalar;
+  const SimdLevel max = max_level();
   if (level > max) level = max;
   level_slot().store(static_cast<int>(level), std::memory_order_relaxed);
 }
@@ -69,6 +102,7 @@ const char* simd_level_name(SimdLevel level) {
     case SimdLevel::Scalar: return "scalar";
     case SimdLevel::AVX2: return "avx2";
     case SimdLevel::AVX512: return "avx512";
+    case SimdLevel::AMX: return "amx";
   }
   return "?";
 }
@@ -86,6 +120,7 @@ std::string cpu_features_string() {
   add(f.avx512_vnni, "VNNI");
   add(f.avx_vnni, "AVX-VNNI");
   add(f.avx512_bf16, "BF16");
+  add(f.amx_int8, "AMX-INT8");
   return s.empty() ? "none" : s;
 }
 

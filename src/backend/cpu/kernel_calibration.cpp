@@ -81,26 +81,32 @@ TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>
   const MatView largest = largest_slice(mats, plan.slice_bytes);
   TypeSpeeds s;
   s.type = type;
-  for (Variant v : {Variant::Avx2, Variant::Avx512}) {  // first calls: kernel tables, pool wake-up
+  // The variants that can run the type here (AMX only where the CPU has it and a kernel).
+  std::vector<Variant> variants;
+  for (int v = 0; v < kVariants; ++v)
+    if (packed_kernel_for(static_cast<Variant>(v), type)) variants.push_back(static_cast<Variant>(v));
+  for (Variant v : variants) {  // first calls: kernel tables, pool wake-up, AMX tile state
     set_kernel_choice(KernelChoiceTable::all(v));
-    ws.matmul(pool, largest, 1);
+    ws.matmul(pool, largest, plan.prefill_rows);
   }
   size_t next = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (int rep = 0; rep < plan.repeats || (rep < plan.max_repeats && seconds_since(t0) < plan.budget_seconds); ++rep) {
-    for (int k = 0; k < kVariants; ++k) {
-      const int vi = (rep + k) % kVariants;  // alternate which variant goes first
-      set_kernel_choice(KernelChoiceTable::all(static_cast<Variant>(vi)));
-      const double dec = decode_pass(pool, ws, mats, next, plan.decode_bytes);
-      const double bat = batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes);
-      const double pre = batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes);
+    const size_t n = variants.size();
+    for (size_t k = 0; k < n; ++k) {
+      const Variant v = variants[(rep + k) % n];  // alternate which variant goes first
+      const int vi = static_cast<int>(v);
+      set_kernel_choice(KernelChoiceTable::all(v));
       const auto keep_best = [&](Regime r, double gbs) {
         double& best = s.regime[static_cast<int>(r)].gbs[vi];
         best = std::max(best, gbs);
       };
-      keep_best(Regime::Decode, dec);
-      keep_best(Regime::SmallBatch, bat);
-      keep_best(Regime::Prefill, pre);
+      // AMX only for prefill: below 16 rows it runs the AVX-512 kernel (its 0 there never wins).
+      if (v != Variant::Amx) {
+        keep_best(Regime::Decode, decode_pass(pool, ws, mats, next, plan.decode_bytes));
+        keep_best(Regime::SmallBatch, batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes));
+      }
+      keep_best(Regime::Prefill, batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes));
     }
   }
   return s;

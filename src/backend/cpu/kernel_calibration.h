@@ -18,14 +18,21 @@ class ThreadPool;
 
 namespace ember::cpu {
 
-// Weight bytes per second (GB/s, 1e9) of one regime, best of its repeats, per variant.
+// Weight bytes per second (GB/s, 1e9) of one regime, best of its repeats, per variant (0: not
+// measured, the variant cannot run the type here).
 struct VariantSpeeds {
   std::array<double, kVariants> gbs = {};
   // AVX2 only when it measured clearly faster: a tie or a gap within run-to-run noise keeps
   // the widest kernel, so that noise does not flip the cached choice from run to run (Q6_K
   // decode did, 2-3% apart, on the Sapphire Rapids VM).
   static constexpr double kAvx2Margin = 1.03;
-  Variant faster() const { return gbs[0] > gbs[1] * kAvx2Margin ? Variant::Avx2 : Variant::Avx512; }
+  // AMX likewise only when clearly faster than the better of the others: below 16 rows it
+  // runs the AVX-512 kernel, so decode and small batches measure a tie there.
+  static constexpr double kAmxMargin = 1.03;
+  Variant faster() const {
+    const Variant best = gbs[0] > gbs[1] * kAvx2Margin ? Variant::Avx2 : Variant::Avx512;
+    return gbs[2] > gbs[static_cast<int>(best)] * kAmxMargin ? Variant::Amx : best;
+  }
 };
 
 struct TypeSpeeds {

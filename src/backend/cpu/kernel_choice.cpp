@@ -2,16 +2,23 @@
 
 #include <atomic>
 
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/matmul_kernels.h"
+#include "backend/cpu/matmul_packed_amx.h"
+#include "backend/cpu/matmul_packed_avx512.h"
+
 namespace ember::cpu {
 
 namespace {
 
 constexpr size_t kTypes = kChoosableTypes.size();
 
-// 1 where the entry is Avx2: zero-initialised, the table starts as the widest variant.
+// Each entry's variant XOR Avx512, so that the zero-initialised table starts as Avx512.
 // Relaxed atomics: the table is set at load, before the steps that read it, and any value
 // read is a valid variant whose output has the same bits.
-std::atomic<uint8_t> g_avx2[kTypes][kRegimes] = {};
+std::atomic<uint8_t> g_entry[kTypes][kRegimes] = {};
+uint8_t encode(Variant v) { return static_cast<uint8_t>(static_cast<uint8_t>(v) ^ static_cast<uint8_t>(Variant::Avx512)); }
+Variant decode(uint8_t e) { return static_cast<Variant>(e ^ static_cast<uint8_t>(Variant::Avx512)); }
 std::atomic<uint64_t> g_calls[kVariants][kRegimes] = {};
 
 }  // namespace
@@ -29,12 +36,35 @@ const char* regime_name(Regime r) {
   return "?";
 }
 
-const char* variant_name(Variant v) { return v == Variant::Avx2 ? "avx2" : "avx512"; }
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::Avx2: return "avx2";
+    case Variant::Avx512: return "avx512";
+    case Variant::Amx: return "amx";
+  }
+  return "?";
+}
+
+const PackedKernel* packed_kernel_for(Variant v, DType t) {
+  switch (v) {
+    case Variant::Avx2: return simd_level() >= SimdLevel::AVX2 ? packed_kernel_avx2(t) : nullptr;
+    case Variant::Avx512:
+      return simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni ? packed_kernel_avx512(t) : nullptr;
+    case Variant::Amx: return simd_level() >= SimdLevel::AMX ? amx::packed_kernel(t) : nullptr;
+  }
+  return nullptr;
+}
 
 int choosable_index(DType t) {
   for (size_t i = 0; i < kTypes; ++i)
     if (kChoosableTypes[i] == t) return static_cast<int>(i);
   return -1;
+}
+
+Variant runnable_variant(Variant v, DType t) {
+  if (v == Variant::Amx && !packed_kernel_for(v, t)) v = Variant::Avx512;
+  if (v == Variant::Avx512 && !packed_kernel_for(v, t)) v = Variant::Avx2;
+  return v;
 }
 
 KernelChoiceTable::KernelChoiceTable() {
@@ -60,20 +90,20 @@ void KernelChoiceTable::set(DType t, Regime r, Variant v) {
 void set_kernel_choice(const KernelChoiceTable& table) {
   for (size_t i = 0; i < kTypes; ++i)
     for (int r = 0; r < kRegimes; ++r)
-      g_avx2[i][r].store(table.variant[i][r] == Variant::Avx2 ? 1 : 0, std::memory_order_relaxed);
+      g_entry[i][r].store(encode(table.variant[i][r]), std::memory_order_relaxed);
 }
 
 KernelChoiceTable kernel_choice() {
   KernelChoiceTable t;
   for (size_t i = 0; i < kTypes; ++i)
     for (int r = 0; r < kRegimes; ++r)
-      t.variant[i][r] = g_avx2[i][r].load(std::memory_order_relaxed) ? Variant::Avx2 : Variant::Avx512;
+      t.variant[i][r] = decode(g_entry[i][r].load(std::memory_order_relaxed));
   return t;
 }
 
 Variant chosen_variant(DType t, Regime r) {
   const int i = choosable_index(t);
-  return i >= 0 && g_avx2[i][static_cast<int>(r)].load(std::memory_order_relaxed) ? Variant::Avx2 : Variant::Avx512;
+  return i < 0 ? Variant::Avx512 : decode(g_entry[i][static_cast<int>(r)].load(std::memory_order_relaxed));
 }
 
 VariantCalls variant_calls() {

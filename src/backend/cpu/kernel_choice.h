@@ -3,7 +3,8 @@
 // call, filled by measurement (kernel_calibration.h, kernel_choice_setup.h) instead of "the
 // widest instruction set wins". The packed AVX-512 VNNI kernels read the AVX2 kernels'
 // groups and give the same bits, so a row gets the same output whichever variant the table
-// names for the regime it runs in: batch invariance does not depend on the table.
+// names for the regime it runs in: batch invariance does not depend on the table. The AMX
+// int8 kernels (matmul_packed_amx.h) read the same groups and give the same bits as well.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include "tensor/dtype.h"
 
 namespace ember::cpu {
+
+struct PackedKernel;
 
 enum class Regime : uint8_t { Decode = 0, SmallBatch = 1, Prefill = 2 };
 constexpr int kRegimes = 3;
@@ -20,22 +23,32 @@ constexpr int64_t kSmallBatchMaxRows = 16;
 Regime regime_of(int64_t rows);
 const char* regime_name(Regime r);  // "decode", "batch", "prefill"
 
-enum class Variant : uint8_t { Avx2 = 0, Avx512 = 1 };
-constexpr int kVariants = 2;
-const char* variant_name(Variant v);  // "avx2", "avx512"
+// Amx: the AMX int8 kernel for whole 16-token tiles, the AVX-512 one for the tokens left over
+// (so it differs from Avx512 only from 16 rows on: in prefill, and batches of exactly 16).
+enum class Variant : uint8_t { Avx2 = 0, Avx512 = 1, Amx = 2 };
+constexpr int kVariants = 3;
+const char* variant_name(Variant v);  // "avx2", "avx512", "amx"
 
 // The weight types whose packed kernel has an AVX-512 variant besides the AVX2 one.
 inline constexpr std::array<DType, 5> kChoosableTypes = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
                                                           DType::Q6_K};
 int choosable_index(DType t);  // its index in kChoosableTypes, or -1
 
-// Bumped when a kernel changes enough that cached measurements no longer hold.
-constexpr int kKernelAbi = 1;
+// Bumped when a kernel changes enough that cached measurements no longer hold (2: AMX).
+constexpr int kKernelAbi = 2;
+
+// The packed kernel of variant v for weights of type t at the current SIMD level (simd_level,
+// cpu_features), or nullptr when that variant cannot run it here (the caller falls back to a
+// narrower variant: every variant of a type reads the same groups and gives the same bits).
+const PackedKernel* packed_kernel_for(Variant v, DType t);
+// The variant that runs where v is chosen: v, or the next narrower one that has a kernel for t
+// here (Amx, then Avx512, then Avx2).
+Variant runnable_variant(Variant v, DType t);
 
 struct KernelChoiceTable {
   std::array<std::array<Variant, kRegimes>, kChoosableTypes.size()> variant;
 
-  KernelChoiceTable();  // every entry Avx512: the widest variant, as before calibration
+  KernelChoiceTable();  // every entry Avx512: the rule before calibration (no AMX unmeasured)
   static KernelChoiceTable all(Variant v);
   Variant get(DType t, Regime r) const;  // Avx512 for a type not in kChoosableTypes
   void set(DType t, Regime r, Variant v);

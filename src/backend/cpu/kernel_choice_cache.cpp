@@ -24,6 +24,7 @@ json::Value regime_json(const VariantSpeeds& s) {
   v["use"] = variant_name(s.faster());
   v["avx2_gbs"] = s.gbs[0];
   v["avx512_gbs"] = s.gbs[1];
+  if (s.gbs[2] > 0) v["amx_gbs"] = s.gbs[2];  // measured only where the CPU has AMX
   return v;
 }
 
@@ -37,7 +38,8 @@ Variant parse_variant(const json::Value& v) {
   const std::string& s = json::as_string(v, "\"use\"");
   if (s == "avx2") return Variant::Avx2;
   if (s == "avx512") return Variant::Avx512;
-  fail(ErrorKind::Format, "\"use\": expected avx2 or avx512, got '{}'", s);
+  if (s == "amx") return Variant::Amx;
+  fail(ErrorKind::Format, "\"use\": expected avx2, avx512 or amx, got '{}'", s);
 }
 
 // The entries of one thread count; throws Error(Format) on a malformed one.
@@ -56,6 +58,7 @@ void parse_types(const json::Value& by_type, CachedSpeeds& out) {
       use[r] = parse_variant(json::at(e, "use"));
       speeds.regime[r].gbs[0] = json::as_double(json::at(e, "avx2_gbs"), "avx2_gbs");
       speeds.regime[r].gbs[1] = json::as_double(json::at(e, "avx512_gbs"), "avx512_gbs");
+      if (const json::Value* amx = json::find(e, "amx_gbs")) speeds.regime[r].gbs[2] = json::as_double(*amx, "amx_gbs");
     }
     out.types.push_back(speeds);
     out.use.push_back(use);

@@ -17,7 +17,8 @@ namespace ember::cpu {
 namespace {
 
 std::string speeds_text(const VariantSpeeds& s) {
-  return fmt::format("avx2 {:.1f} vs avx512 {:.1f} GB/s", s.gbs[0], s.gbs[1]);
+  const std::string amx = s.gbs[2] > 0 ? fmt::format(" vs amx {:.1f}", s.gbs[2]) : "";
+  return fmt::format("avx2 {:.1f} vs avx512 {:.1f}{} GB/s", s.gbs[0], s.gbs[1], amx);
 }
 
 // Why no table applies, or "" when the AVX-512 variants can run.
@@ -44,7 +45,12 @@ std::vector<DType> packed_types(std::span<const MatView> packed) {
 TypeChoice choice_from(const TypeSpeeds& s, const std::array<Variant, kRegimes>& use, const std::string& source) {
   TypeChoice c;
   c.type = s.type;
-  for (int r = 0; r < kRegimes; ++r) c.regime[r] = {use[r], fmt::format("{}: {}", source, speeds_text(s.regime[r]))};
+  for (int r = 0; r < kRegimes; ++r) {
+    // What runs: a cached "amx" under EMBER_SIMD=avx512 runs AVX-512 (matmul narrows it too).
+    const Variant runs = runnable_variant(use[r], s.type);
+    const std::string note = runs != use[r] ? fmt::format("; {} off here", variant_name(use[r])) : "";
+    c.regime[r] = {runs, fmt::format("{}: {}{}", source, speeds_text(s.regime[r]), note)};
+  }
   return c;
 }
 
@@ -52,6 +58,12 @@ std::array<Variant, kRegimes> faster_per_regime(const TypeSpeeds& s) {
   std::array<Variant, kRegimes> use{};
   for (int r = 0; r < kRegimes; ++r) use[r] = s.regime[r].faster();
   return use;
+}
+
+// A cached entry measured without AMX (EMBER_SIMD=avx512, or an older cache) while AMX runs
+// here: measured again, so that the switch does not keep AMX off for good.
+bool lacks_amx(const TypeSpeeds& s) {
+  return packed_kernel_for(Variant::Amx, s.type) && s.regime[static_cast<int>(Regime::Prefill)].gbs[2] <= 0;
 }
 
 void warn(const std::string& line) { fmt::print(stderr, "ember: warning: {}\n", line); }
@@ -67,7 +79,7 @@ std::vector<TypeChoice> cached_or_measured(ThreadPool& pool, std::span<const Mat
     if (!cached.warning.empty()) warn(cached.warning);
     for (size_t i = 0; i < cached.types.size(); ++i) {
       const auto it = std::find(missing.begin(), missing.end(), cached.types[i].type);
-      if (it == missing.end()) continue;
+      if (it == missing.end() || lacks_amx(cached.types[i])) continue;
       missing.erase(it);
       out.push_back(choice_from(cached.types[i], cached.use[i], "cached " + o.cache_path));
     }

@@ -33,20 +33,16 @@ KernelPlan pick_kernel(const MatView& w, int64_t rows) {
   if (w.layout == WeightLayout::Interleaved) {
     // Packed views come from pack_weight, which only packs for a level that has the kernel.
     // Chunks of whole pairs of groups leave no pair half empty but the matrix's last: the
-    // AVX-512 VNNI kernels read the AVX2 kernels' groups (types without one keep AVX2's) two
-    // at a time (16 rows per register), and the AVX2 kernels' decode pairs a chunk's groups
-    // (packed_tiles.h), where an odd one out would read alone, as one slower stream.
-    // Both give the same bits, so the variant follows the measured table (kernel_choice.h).
+    // AVX-512 VNNI and AMX kernels read the AVX2 kernels' groups (types without one keep
+    // AVX2's) two at a time (16 rows per register or tile), and the AVX2 kernels' decode pairs
+    // a chunk's groups (packed_tiles.h), where an odd one out would read alone, as one slower
+    // stream. All give the same bits, so the variant follows the measured table
+    // (kernel_choice.h), narrowed to what runs here: AMX, then AVX-512, then AVX2.
     const cpu::Regime regime = cpu::regime_of(rows);
-    if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni &&
-        cpu::chosen_variant(w.type, regime) == cpu::Variant::Avx512)
-      if (const cpu::PackedKernel* k = cpu::packed_kernel_avx512(w.type)) {
-        cpu::count_variant_call(cpu::Variant::Avx512, regime);
-        return {k->act, k->tile, 2 * k->group_rows};
-      }
-    const cpu::PackedKernel* k = simd_level() >= SimdLevel::AVX2 ? cpu::packed_kernel_avx2(w.type) : nullptr;
+    const cpu::Variant v = cpu::runnable_variant(cpu::chosen_variant(w.type, regime), w.type);
+    const cpu::PackedKernel* k = cpu::packed_kernel_for(v, w.type);
     if (!k) fail(ErrorKind::Unsupported, "matmul: no kernel reads {} weights in the interleaved layout", dtype_name(w.type));
-    cpu::count_variant_call(cpu::Variant::Avx2, regime);
+    cpu::count_variant_call(v, regime);
     return {k->act, k->tile, 2 * k->group_rows};
   }
   // Rows are split in groups of 12, a multiple of every micro-tile height.

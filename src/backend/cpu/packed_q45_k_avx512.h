@@ -1,7 +1,7 @@
 // The packed AVX-512 VNNI kernel shared by Q4_K and Q5_K: the groups of packed_q45_k_avx2.h
 // (its layout constants are used from there), two groups per 512-bit register.
-// Included by matmul_packed_q4_k_avx512.cpp and matmul_packed_q5_k_avx512.cpp only, after
-// avx512_intrinsics.h.
+// Included by matmul_packed_q4_k_avx512.cpp, matmul_packed_q5_k_avx512.cpp and
+// matmul_packed_q45_k_amx.cpp only, after avx512_intrinsics.h.
 //
 // Per sub-block g and row, dpbusd of the codes (unsigned) by the activations broadcast
 // (signed) sums the products in int32: S_g = sum u * a (at most 32 * 31 * 127 for Q5_K), with
@@ -58,7 +58,46 @@ inline __m512i mins_dot(const __m512i mins[4], const int16_t* bsums) {
   return _mm512_dpwssd_epi32(m, mins[3], _mm512_broadcastd_epi32(_mm_srli_si128(pairs, 12)));
 }
 
-// A format's codes, as a policy class:
+// Q4_K's codes (matmul_packed_q4_k_avx2.cpp: load 8j+q of a super-block's codes, dword r
+// holds 4 bytes of row r, low nibbles sub-block 2j, high nibbles 2j+1).
+struct Q4KCodes16 {
+  using Block = block_q4_K;
+  static constexpr size_t kBytes = 32 * 32;
+
+  static void unpack(const uint8_t* lo_codes, const uint8_t* hi_codes, int sp, int q, __m512i& lo, __m512i& hi) {
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const size_t at = 256 * sp + 32 * q;
+    const __m512i raw = simd512::load_pair(lo_codes + at, hi_codes + at);
+    lo = _mm512_and_si512(raw, nibble);
+    hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+  }
+};
+
+// Q5_K's codes (matmul_packed_q5_k_avx2.cpp: Q4_K's low four bits, then the fifth bits
+// regrouped so that load 2j + q/4 holds, in byte 4r+k of row r, bits 2(q%4) and 2(q%4)+1:
+// the fifth bits of element 4q+k of sub-blocks 2j and 2j+1).
+struct Q5KCodes16 {
+  using Block = block_q5_K;
+  static constexpr size_t kLowBytes = 32 * 32;
+  static constexpr size_t kBytes = kLowBytes + 8 * 32;
+
+  // Shifts 16-bit lanes left by n (right when negative): bit 4 of each byte then comes from
+  // bit 4-n of the same byte for -3 <= n <= 4 (bits crossing bytes land elsewhere).
+  static __m512i shift16(__m512i v, int n) { return n >= 0 ? _mm512_slli_epi16(v, n) : _mm512_srli_epi16(v, -n); }
+
+  static void unpack(const uint8_t* lo_codes, const uint8_t* hi_codes, int sp, int q, __m512i& lo, __m512i& hi) {
+    const __m512i nibble = _mm512_set1_epi8(0x0F), bit4 = _mm512_set1_epi8(0x10);
+    const size_t low_at = 256 * sp + 32 * q, high_at = kLowBytes + 32 * (2 * sp + q / 4);
+    const __m512i raw = simd512::load_pair(lo_codes + low_at, hi_codes + low_at);
+    const __m512i high = simd512::load_pair(lo_codes + high_at, hi_codes + high_at);
+    const int s = 2 * (q % 4);
+    lo = _mm512_or_si512(_mm512_and_si512(raw, nibble), _mm512_and_si512(shift16(high, 4 - s), bit4));
+    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble),
+                         _mm512_and_si512(shift16(high, 3 - s), bit4));
+  }
+};
+
+// A format's codes, as a policy class (Q4KCodes16, Q5KCodes16):
 //   using Block = block_q4_K / block_q5_K;
 //   static constexpr size_t kBytes;  // code bytes per super-block and group (as the AVX2 kernel's)
 //   // The codes of load q (0..7: elements 4q..4q+3) of sub-blocks 2 * sp and 2 * sp + 1, of
