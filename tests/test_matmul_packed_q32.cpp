@@ -1,4 +1,4 @@
-// The packed Q5_0, Q4_1 and Q5_1 kernels (matmul_packed_q32_avx2.cpp, _avx512.cpp; layout
+// The packed Q4_0, Q5_0, Q4_1 and Q5_1 kernels (matmul_packed_q32_avx2.cpp, _avx512.cpp; layout
 // packed_q32_layout.h) beyond the reference checks of test_matmul, test_matmul_avx512 and
 // test_matmul_packed_shapes:
 // - the fifth-bit plane puts each bit where its comment says;
@@ -26,7 +26,7 @@ using namespace ember;
 
 namespace {
 
-constexpr DType kTypes[] = {DType::Q5_0, DType::Q4_1, DType::Q5_1};
+constexpr DType kTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1};
 
 // The SIMD levels with a packed kernel here: AVX2, and AVX-512 (VNNI) where the CPU has it.
 std::vector<SimdLevel> packed_levels() {
@@ -68,7 +68,7 @@ TEST_CASE("fifth_bit_plane: element 4q+i's bit at bit q of byte i, element 16+4q
   CHECK(cpu::packed32::fifth_bit_plane(all) == 0xFFFFFFFFu);
 }
 
-TEST_CASE("packed Q5_0, Q4_1, Q5_1 agree with the scalar kernel to f32 rounding") {
+TEST_CASE("packed Q4_0, Q5_0, Q4_1, Q5_1 agree with the scalar kernel to f32 rounding") {
   const std::vector<SimdLevel> levels = packed_levels();
   if (levels.empty()) return;
   ThreadPool pool(2);
@@ -103,7 +103,7 @@ TEST_CASE("packed Q5_0, Q4_1, Q5_1 agree with the scalar kernel to f32 rounding"
   }
 }
 
-TEST_CASE("packed Q5_0, Q4_1, Q5_1 on extreme codes: no int16 overflow") {
+TEST_CASE("packed Q4_0, Q5_0, Q4_1, Q5_1 on extreme codes: no int16 overflow") {
   const std::vector<SimdLevel> levels = packed_levels();
   if (levels.empty()) return;
   // Codes at the ends of their range against activations of one magnitude: a block's
@@ -115,7 +115,7 @@ TEST_CASE("packed Q5_0, Q4_1, Q5_1 on extreme codes: no int16 overflow") {
     std::vector<uint8_t> w(row_bytes * rows);
     std::vector<float> src(static_cast<size_t>(k));
     for (int64_t r = 0; r < rows; ++r) {
-      // Alternating -1 and r+1: codes at both ends of the range (0 and 31, or 15 for Q4_1;
+      // Alternating -1 and r+1: codes at both ends of the range (0 and 31, or 15 for 4 bits;
       // Q5_0, symmetric, reaches 31 in row 0).
       for (int64_t i = 0; i < k; ++i) src[i] = i % 2 == 0 ? -1.0f : static_cast<float>(r + 1);
       quantize_row_reference(t, src.data(), w.data() + r * row_bytes, k);

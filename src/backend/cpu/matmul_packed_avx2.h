@@ -5,7 +5,7 @@
 
 namespace ember::cpu {
 
-extern const PackedKernel kPackedQ4_0x8Avx2;  // matmul_packed_q4_0_avx2.cpp
+extern const PackedKernel kPackedQ4_0x8Avx2;  // matmul_packed_q32_avx2.cpp
 extern const PackedKernel kPackedQ5_0x8Avx2;  // matmul_packed_q32_avx2.cpp
 extern const PackedKernel kPackedQ4_1x8Avx2;  // matmul_packed_q32_avx2.cpp
 extern const PackedKernel kPackedQ5_1x8Avx2;  // matmul_packed_q32_avx2.cpp

@@ -1,18 +1,20 @@
-// Q5_0, Q4_1 and Q5_1 weights repacked in groups of 8 rows (built with AVX2 flags; see
-// PackedKernel), in the layout of packed_q32_layout.h: packed Q4_0's code loads, plus a
-// plane of fifth bits and/or the rows' offsets.
+// Q4_0, Q5_0, Q4_1 and Q5_1 weights repacked in groups of 8 rows (built with AVX2 flags;
+// see PackedKernel), in the layout of packed_q32_layout.h: the rows' 4-bit code loads, plus
+// a plane of fifth bits and/or the rows' offsets.
 //
-// As in packed Q4_0, one 32-byte load gives the same four elements of all 8 rows, which
-// maddubs multiplies by those four activations broadcast (codes u unsigned, activations in
-// [-127, 127]), and madd turns the int16 pair sums into each row's exact int32 dot S_r.
+// One 32-byte load gives the same four elements of all 8 rows, which maddubs multiplies by
+// those four activations broadcast (codes u unsigned, activations in [-127, 127]), and madd
+// turns the int16 pair sums into each row's exact int32 dot S_r:
 // 4-bit codes: a block's 8 maddubs add up in int16 (at most 8 * 2 * 15 * 127 = 30480);
 // 5-bit codes: only 4 of them (4 * 2 * 31 * 127 = 31496), so a madd per two code loads.
-// The rows finish in f32 lanes, s = da * sum(a) coming with the activation block:
-//   Q5_0 (x = d*(u - 16)):  y_r += d_r * (da * S_r - 16 * s)        fmsub, then fmadd
-//   Q4_1, Q5_1 (x = d*u + m): y_r += (d_r * da) * S_r;  y_r += m_r * s   mul, fmadd, fmadd
+// No per-row reduction is left: the rows finish in one f32 lane each, with s = da * sum(a)
+// coming with the activation block (so a bias costs nothing per row):
+//   Q4_0, Q5_0 (x = d*(u - B), B = 8, 16):  y_r += d_r * (da * S_r - B * s)   fmsub, fmadd
+//   Q4_1, Q5_1 (x = d*u + m):  y_r += (d_r * da) * S_r;  y_r += m_r * s   mul, fmadd, fmadd
 // The AVX-512 kernels (matmul_packed_q32_avx512.cpp) take the same f32 steps in the same
 // order on the same S_r, so both give bitwise the same outputs, and one token the same as a
-// batch. Against the row-layout kernels (matmul_avx2.cpp) the f32 order differs.
+// batch. Q4_0's steps are also the row-layout Q4_0 kernel's (matmul_avx2.cpp: bitwise the
+// same outputs); for the others the row-layout kernels sum in another order.
 #include <immintrin.h>
 
 #include "backend/cpu/matmul_packed_avx2.h"
@@ -32,9 +34,11 @@ inline __m256i broadcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Groups gs[0 .. S) for tokens c .. c+RN-1 (r_end: the matrix's row count). S = 2 only for
-// decode (RN = 1), far-apart groups in lockstep, as packed Q4_0 (for_each_group_pair).
-// Each group and token goes through the same operations whatever S and RN.
+// Groups gs[0 .. S) for tokens c .. c+RN-1 (r_end: the matrix's row count, so a short last
+// group stores only its rows). S > 1 only for decode (RN = 1): far-apart groups read in
+// lockstep (for_each_group_pair). Each group and token goes through the same operations
+// whatever S and RN. noinline keeps the prefill tile a call, as before the decode pair was
+// added (GCC then inlined it into tile(); the same change cost Q8_0's prefill ~4%).
 template <class F, int RN, int S = 1>
 [[gnu::noinline]] void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
   const uint8_t* group[S];
@@ -50,11 +54,17 @@ template <class F, int RN, int S = 1>
   for (int64_t b = 0; b < p.k / 32; ++b) {
     for (int i = 0; i < S; ++i) {
       const uint8_t* blk = group[i] + b * F::kBlockBytes;
-      prefetch_ahead(blk, F::kBlockBytes);  // every tile, as packed Q4_0
+      // Every tile prefetches, not only decode's: a 16-sequence decode step is 4-token tiles
+      // that meet each group once, and its weights come from memory (Q4_0 pp16 at
+      // EMBER_SIMD=avx2, alternated: 91-95 -> 102-112 t/s; pp256 unchanged within noise).
+      prefetch_ahead(blk, F::kBlockBytes);
       __m256i plane = _mm256_setzero_si256();
       if constexpr (F::kFifthBit) plane = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + F::kPlane));
-      // Loads outer, tokens inner (as packed Q4_0): one load's codes live at a time. The
-      // saturating adds never saturate (bound above) but keep GCC from reassociating.
+      // Each token's int16 sums take the maddubs products in order (low then high nibbles of
+      // load 0, 1, ...). Loads outer, tokens inner: only one load's two code vectors are
+      // live, so the four sums and four accumulators stay in the 16 registers (codes of all
+      // four loads at once spilled an accumulator every block). Saturating adds never
+      // saturate here (bounds above) but keep GCC from reassociating the sums into a tree.
       __m256i s16[RN], dot[RN];
       for (int q = 0; q < kCodeLoads; ++q) {
         const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + F::kCodes + 32 * q));
@@ -88,7 +98,7 @@ template <class F, int RN, int S = 1>
         for (int j = 0; j < RN; ++j) {
           const block_q8s& ab = a[j][b];
           const __m256 t =
-              _mm256_fmsub_ps(_mm256_set1_ps(ab.d), _mm256_cvtepi32_ps(dot[j]), _mm256_set1_ps(16.0f * ab.s));
+              _mm256_fmsub_ps(_mm256_set1_ps(ab.d), _mm256_cvtepi32_ps(dot[j]), _mm256_set1_ps(static_cast<float>(F::kBias) * ab.s));
           acc[i][j] = _mm256_fmadd_ps(d, t, acc[i][j]);
         }
       }
@@ -118,6 +128,7 @@ constexpr PackedKernel kernel() {
 
 }  // namespace
 
+const PackedKernel kPackedQ4_0x8Avx2 = kernel<packed32::Q4_0>();
 const PackedKernel kPackedQ5_0x8Avx2 = kernel<packed32::Q5_0>();
 const PackedKernel kPackedQ4_1x8Avx2 = kernel<packed32::Q4_1>();
 const PackedKernel kPackedQ5_1x8Avx2 = kernel<packed32::Q5_1>();

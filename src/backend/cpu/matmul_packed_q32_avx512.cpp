@@ -1,11 +1,12 @@
-// Packed Q5_0, Q4_1 and Q5_1 with AVX-512 VNNI (see matmul_packed_avx512.h and
+// Packed Q4_0, Q5_0, Q4_1 and Q5_1 with AVX-512 VNNI (see matmul_packed_avx512.h and
 // avx512_intrinsics.h).
 //
 // Reads the groups of matmul_packed_q32_avx2.cpp (layout: packed_q32_layout.h), two groups
 // per 512-bit load. dpbusd of a load's codes (unsigned, up to 31) by the 4 activations
-// broadcast (signed) adds each row's 4 products to its int32 lane, for the AVX2 kernel's
-// maddubs, int16 adds and madd. The int32 dot S_r is exact either way, and the f32 steps
-//   Q5_0:        y_r += d_r * (da * S_r - 16 * s)
+// broadcast (signed) adds each row's 4 products to its int32 lane: one instruction for the
+// AVX2 kernel's maddubs, int16 adds and madd. The int32 dot S_r is exact either way, and the
+// f32 steps
+//   Q4_0, Q5_0:  y_r += d_r * (da * S_r - B * s)   (B = 8, 16)
 //   Q4_1, Q5_1:  y_r += (d_r * da) * S_r;  y_r += m_r * s
 // are the AVX2 kernel's, in its order, so both give bitwise the same outputs (and one token
 // the same as a batch).
@@ -66,7 +67,7 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
         acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), dot, acc[j]);
         acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(ab.s), acc[j]);
       } else {
-        const __m512 t = _mm512_fmsub_ps(_mm512_set1_ps(ab.d), dot, _mm512_set1_ps(16.0f * ab.s));
+        const __m512 t = _mm512_fmsub_ps(_mm512_set1_ps(ab.d), dot, _mm512_set1_ps(static_cast<float>(F::kBias) * ab.s));
         acc[j] = _mm512_fmadd_ps(d, t, acc[j]);
       }
     }
@@ -75,8 +76,9 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
   for (int j = 0; j < RN; ++j) simd512::store_rows(p.y + (c + j) * p.y_stride + g * kGroupRows, acc[j], rows);
 }
 
-// As packed Q4_0's AVX-512 walk: 8-token tiles unpack a block's codes once for 8 tokens,
-// 4-token tiles and single tokens take the rest of a batch.
+// 8-token tiles unpack a block's codes once for twice the tokens of 4 (the 32 registers
+// hold it): Q4_0 pp16, 16 tokens through the model, alternated: 135-148 -> 151-170 t/s;
+// pp512 alike. 4-token tiles and single tokens take the rest of a batch.
 template <class F>
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   for_each_group_pair_tiles<8, 4>(
@@ -87,6 +89,9 @@ void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
 
 }  // namespace
 
+void tile_q4_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  tile<packed32::Q4_0>(p, r0, r1, c0, c1);
+}
 void tile_q5_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   tile<packed32::Q5_0>(p, r0, r1, c0, c1);
 }

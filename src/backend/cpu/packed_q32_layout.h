@@ -1,19 +1,20 @@
-// The packed layout of the 32-element formats with a fifth code bit or an offset (Q5_0,
-// Q4_1, Q5_1) in groups of 8 rows, shared by their AVX2 kernels (which pack it) and their
-// AVX-512 kernels (which read it). Q4_0 and Q8_0 have their own files: no fifth bit, no
-// offset.
+// The packed layout of the 4- and 5-bit 32-element formats (Q4_0, Q5_0, Q4_1, Q5_1) in
+// groups of 8 rows, shared by their AVX2 kernels (which pack it) and their AVX-512 kernels
+// (which read it): matmul_packed_q32_avx2.cpp, matmul_packed_q32_avx512.cpp. Q8_0 and
+// MXFP4 have their own.
 //
 // Per 32-element block b of the group, the 8 rows' blocks become (exactly their bytes):
 //   8 x fp16  the rows' scales d
-//   8 x fp16  the rows' offsets m            (Q4_1, Q5_1)
+//   8 x fp16  the rows' offsets m                    (Q4_1, Q5_1)
 //   8 x 4 B   the rows' fifth bits, dword r = row r  (Q5_0, Q5_1; see fifth_bit_plane)
-//   4 x 32 B  the low 4 bits of the codes as in packed Q4_0: load q holds, for row r, bytes
-//             4q..4q+3 of the row's qs: low nibbles are elements 4q..4q+3, high nibbles
-//             elements 16+4q..16+4q+3.
-// So one load of the plane serves the block's 4 code loads: load q's fifth bits are bit q
-// (low nibbles) and bit 4+q (high nibbles) of each byte, moved to bit 4 by one shift each.
-// Keeping the file's bytes (no pre-expanded 5-bit codes) keeps decode, which is memory
-// bound, reading no more than the file.
+//   4 x 32 B  the low 4 bits of the codes: load q holds, for row r = 0..7, bytes 4q..4q+3
+//             of the row's qs: low nibbles are elements 4q..4q+3, high nibbles elements
+//             16+4q..16+4q+3.
+// So one 32-byte load and a mask give the same four elements of all 8 rows. One load of the
+// plane serves the block's 4 code loads: load q's fifth bits are bit q (low nibbles) and
+// bit 4+q (high nibbles) of each plane byte, moved to bit 4 by one shift each. Keeping the
+// file's bytes (no pre-expanded 5-bit codes) keeps decode, which is memory bound, reading
+// no more than the file.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -26,12 +27,13 @@ namespace ember::cpu::packed32 {
 constexpr int kRows = 8;
 constexpr int kCodeLoads = 4;  // 32-byte loads of code nibbles per block
 
-// What a format adds to Q4_0's codes, and where each part of a block lies.
+// What a format adds to 4-bit codes, and where each part of a block lies.
 template <class BlockT, bool FifthBit, bool Offset>
 struct Format {
   using Block = BlockT;
   static constexpr bool kFifthBit = FifthBit;  // 5-bit codes u in [0, 31], else 4-bit
-  static constexpr bool kOffset = Offset;      // x = d*u + m, else x = d*(u - 16) (Q5_0)
+  static constexpr bool kOffset = Offset;      // x = d*u + m, else x = d*(u - kBias)
+  static constexpr int kBias = Offset ? 0 : FifthBit ? 16 : 8;
   static constexpr size_t kScales = 0;
   static constexpr size_t kOffsets = kScales + 2 * kRows;
   static constexpr size_t kPlane = kOffsets + (Offset ? 2 * kRows : 0);
@@ -40,6 +42,7 @@ struct Format {
   static_assert(kBlockBytes == kRows * sizeof(Block), "the packed block keeps the file's bytes");
 };
 
+using Q4_0 = Format<block_q4_0, false, false>;
 using Q5_0 = Format<block_q5_0, true, false>;
 using Q4_1 = Format<block_q4_1, false, true>;
 using Q5_1 = Format<block_q5_1, true, true>;
