@@ -95,10 +95,10 @@ template <class F, int RN, int S = 1>
           acc[i][j] = _mm256_fmadd_ps(m, _mm256_set1_ps(ab.s), acc[i][j]);
         }
       } else {
+        constexpr float kBias = F::kBias;
         for (int j = 0; j < RN; ++j) {
           const block_q8s& ab = a[j][b];
-          const __m256 t =
-              _mm256_fmsub_ps(_mm256_set1_ps(ab.d), _mm256_cvtepi32_ps(dot[j]), _mm256_set1_ps(static_cast<float>(F::kBias) * ab.s));
+          const __m256 t = _mm256_fmsub_ps(_mm256_set1_ps(ab.d), _mm256_cvtepi32_ps(dot[j]), _mm256_set1_ps(kBias * ab.s));
           acc[i][j] = _mm256_fmadd_ps(d, t, acc[i][j]);
         }
       }

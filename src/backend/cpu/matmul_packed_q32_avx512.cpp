@@ -67,7 +67,8 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
         acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(ab.d)), dot, acc[j]);
         acc[j] = _mm512_fmadd_ps(m, _mm512_set1_ps(ab.s), acc[j]);
       } else {
-        const __m512 t = _mm512_fmsub_ps(_mm512_set1_ps(ab.d), dot, _mm512_set1_ps(static_cast<float>(F::kBias) * ab.s));
+        constexpr float kBias = F::kBias;
+        const __m512 t = _mm512_fmsub_ps(_mm512_set1_ps(ab.d), dot, _mm512_set1_ps(kBias * ab.s));
         acc[j] = _mm512_fmadd_ps(d, t, acc[j]);
       }
     }
