@@ -28,6 +28,10 @@
 
 namespace ember::cpu::packed32 {
 
+// The functions below are static: this header is included by translation units built for
+// different instruction sets (AVX2, AVX-512, none), and each keeps its own copy, so the
+// linker cannot hand one built with wider instructions to code that runs without them.
+
 constexpr int kRows = 8;
 constexpr int kCodeLoads = 4;  // 32-byte loads of code nibbles per block
 
@@ -52,14 +56,14 @@ using Q4_1 = Format<block_q4_1, false, true>;
 using Q5_1 = Format<block_q5_1, true, true>;
 
 template <class F>
-size_t group_bytes(int64_t k) {
+static inline size_t group_bytes(int64_t k) {
   return static_cast<size_t>(k / 32) * F::kBlockBytes;
 }
 
 // One row's 32 fifth bits (bit j: element j, as in qh) rearranged so that byte i holds, at
 // bit q, element 4q+i's and, at bit 4+q, element 16+4q+i's (q = 0..3): the bits that code
 // load q needs for the nibbles of its byte i.
-inline uint32_t fifth_bit_plane(const uint8_t qh[4]) {
+static inline uint32_t fifth_bit_plane(const uint8_t qh[4]) {
   uint32_t bits;
   std::memcpy(&bits, qh, 4);
   uint32_t plane = 0;
@@ -73,7 +77,7 @@ inline uint32_t fifth_bit_plane(const uint8_t qh[4]) {
 
 // Packs rows [0, n_rows) of a row-layout matrix into one group (missing rows: all zero).
 template <class F>
-void pack_group(const uint8_t* w, size_t w_stride, int n_rows, int64_t k, uint8_t* dst) {
+static inline void pack_group(const uint8_t* w, size_t w_stride, int n_rows, int64_t k, uint8_t* dst) {
   std::memset(dst, 0, group_bytes<F>(k));
   for (int64_t b = 0; b < k / 32; ++b) {
     uint8_t* out = dst + b * F::kBlockBytes;
