@@ -37,7 +37,11 @@ using namespace ember;
 
 namespace {
 
-const DType kTypes[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
+const DType kTypes[] = {DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1, DType::Q8_0,
+                        DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4};
+
+// The 32-element formats, whose rows of a few blocks are short: they get more blocks.
+bool is_32_element(DType t) { return dtype_size(t).block_size == 32; }
 
 using KernelTable = const cpu::PackedKernel* (*)(DType);
 
@@ -71,7 +75,7 @@ TEST_CASE("the AVX-512 kernel builds that run here") {
   // The types without a kernel keep the AVX2 one; those with one read its groups.
   for (const Level& level : levels()) {
     CHECK(level.avx512(DType::F32) == nullptr);
-    CHECK(level.avx512(DType::Q4_1) == nullptr);
+    CHECK(level.avx512(DType::Q2_K) == nullptr);
     CHECK(level.avx512(DType::F16) == nullptr);
   }
 }
@@ -210,7 +214,7 @@ TEST_CASE("packed AVX-512 kernels match the reference and the AVX2 kernels on od
     struct Shape {
       int64_t rows, blocks, tokens;
     };
-    const int64_t b = t == DType::Q4_0 || t == DType::Q8_0 ? 5 : 2;
+    const int64_t b = is_32_element(t) ? 5 : 2;
     for (const Shape& s : {Shape{37, b, 1}, Shape{29, b, 3}, Shape{8, b, 4}, Shape{37, b, 5}, Shape{37, b, 13}, Shape{29, 1, 17},
                            Shape{37, b, 70}}) {
       check::Rng rng(seed++);
@@ -249,7 +253,8 @@ std::vector<uint8_t> random_blocks(DType t, int64_t rows, int64_t k, check::Rng&
   const size_t block_bytes = static_cast<size_t>(dtype_size(t).block_bytes);
   std::vector<uint8_t> w(dtype_row_bytes(t, k) * static_cast<size_t>(rows));
   for (uint8_t& byte : w) byte = static_cast<uint8_t>(rng.integer(0, 255));
-  const bool has_min = t == DType::Q4_K || t == DType::Q5_K;  // dmin follows d
+  // dmin (the k-quants) or m (Q4_1, Q5_1) follows d
+  const bool has_min = t == DType::Q4_K || t == DType::Q5_K || t == DType::Q4_1 || t == DType::Q5_1;
   const size_t d_at = t == DType::Q6_K ? offsetof(block_q6_K, d) : 0;
   for (size_t at = 0; at < w.size(); at += block_bytes) {
     if (t == DType::MXFP4) {  // exponents around 1 (2^-13 .. 2^13): every code, finite sums
@@ -267,7 +272,7 @@ TEST_CASE("packed AVX-512 kernels on random bit patterns") {
   uint64_t seed = 500;
   for (DType t : kTypes) {
     check::Rng rng(seed++);
-    const int64_t rows = 21, tokens = 6, k = block_k(t, t == DType::Q4_0 || t == DType::Q8_0 ? 9 : 3);
+    const int64_t rows = 21, tokens = 6, k = block_k(t, is_32_element(t) ? 9 : 3);
     Problem pb(t, rows, k, random_blocks(t, rows, k, rng), rng.uniform(static_cast<size_t>(tokens * k), -3.0f, 3.0f));
     check_levels(pb, std::string(dtype_name(t)) + " random blocks");
   }

@@ -22,7 +22,7 @@ TEST_CASE("packed kernels match the reference and decode = batch on wide tiles")
   check::ScopedSimdLevel avx2(SimdLevel::AVX2);
   const int64_t rows = 64 * 8 + 3, tokens = 70;
   int tested = 0;
-  for (DType t : {DType::F16, DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
+  for (DType t : {DType::F16, DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::MXFP4}) {
     const int64_t k = 2 * dtype_size(t).block_size * (dtype_size(t).block_size == 1 ? 48 : 2);
     check::Rng rng(static_cast<uint64_t>(t) + 11);
     const size_t row_bytes = dtype_row_bytes(t, k);

@@ -279,7 +279,7 @@ int run_bench_ops(const BenchOpsFlags& f) {
   if (!f.no_matmul) {
     fmt::print("\nmatmul (prefill: {} tokens x 4096x4096 weights, {} threads)\n", f.batch, f.threads);
     fmt::print("| type | layout | ms/call | GFLOP/s | best GFLOP/s |\n|------|--------|--------:|--------:|-------------:|\n");
-    const DType prefill_types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::F16};
+    const DType prefill_types[] = {DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::F16};
     ThreadPool pool(f.threads);
     const int64_t n = 4096, k = 4096, m = f.batch;
     std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));

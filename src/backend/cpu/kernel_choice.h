@@ -30,8 +30,8 @@ constexpr int kVariants = 3;
 const char* variant_name(Variant v);  // "avx2", "avx512", "amx"
 
 // The weight types whose packed kernel has an AVX-512 variant besides the AVX2 one.
-inline constexpr std::array<DType, 5> kChoosableTypes = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
-                                                          DType::Q6_K};
+inline constexpr std::array<DType, 8> kChoosableTypes = {DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1,
+                                                          DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 int choosable_index(DType t);  // its index in kChoosableTypes, or -1
 
 // Bumped when a kernel changes enough that cached measurements no longer hold (2: AMX).

@@ -6,6 +6,9 @@ namespace ember::cpu {
 const PackedKernel* packed_kernel_avx2(DType w) {
   switch (w) {
     case DType::Q4_0: return &kPackedQ4_0x8Avx2;
+    case DType::Q5_0: return &kPackedQ5_0x8Avx2;
+    case DType::Q4_1: return &kPackedQ4_1x8Avx2;
+    case DType::Q5_1: return &kPackedQ5_1x8Avx2;
     case DType::Q4_K: return &kPackedQ4_Kx8Avx2;
     case DType::Q5_K: return &kPackedQ5_Kx8Avx2;
     case DType::Q6_K: return &kPackedQ6_Kx8Avx2;

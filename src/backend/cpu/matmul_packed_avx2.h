@@ -5,7 +5,10 @@
 
 namespace ember::cpu {
 
-extern const PackedKernel kPackedQ4_0x8Avx2;  // matmul_packed_q4_0_avx2.cpp
+extern const PackedKernel kPackedQ4_0x8Avx2;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ5_0x8Avx2;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ4_1x8Avx2;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ5_1x8Avx2;  // matmul_packed_q32_avx2.cpp
 extern const PackedKernel kPackedQ4_Kx8Avx2;  // matmul_packed_q4_k_avx2.cpp
 extern const PackedKernel kPackedQ5_Kx8Avx2;  // matmul_packed_q5_k_avx2.cpp
 extern const PackedKernel kPackedQ6_Kx8Avx2;  // matmul_packed_q6_k_avx2.cpp

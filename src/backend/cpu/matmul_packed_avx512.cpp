@@ -21,6 +21,9 @@ PackedKernel reading_groups_of(const PackedKernel& avx2, TileFn tile) {
 
 const PackedKernel* packed_kernel(DType w) {
   static const PackedKernel q4_0 = reading_groups_of(kPackedQ4_0x8Avx2, tile_q4_0);
+  static const PackedKernel q5_0 = reading_groups_of(kPackedQ5_0x8Avx2, tile_q5_0);
+  static const PackedKernel q4_1 = reading_groups_of(kPackedQ4_1x8Avx2, tile_q4_1);
+  static const PackedKernel q5_1 = reading_groups_of(kPackedQ5_1x8Avx2, tile_q5_1);
   static const PackedKernel q8_0 = reading_groups_of(kPackedQ8_0x8Avx2, tile_q8_0);
   static const PackedKernel q4_k = reading_groups_of(kPackedQ4_Kx8Avx2, tile_q4_k);
   static const PackedKernel q5_k = reading_groups_of(kPackedQ5_Kx8Avx2, tile_q5_k);
@@ -28,6 +31,9 @@ const PackedKernel* packed_kernel(DType w) {
   static const PackedKernel mxfp4 = reading_groups_of(kPackedMXFP4x8Avx2, tile_mxfp4);
   switch (w) {
     case DType::Q4_0: return &q4_0;
+    case DType::Q5_0: return &q5_0;
+    case DType::Q4_1: return &q4_1;
+    case DType::Q5_1: return &q5_1;
     case DType::Q8_0: return &q8_0;
     case DType::Q4_K: return &q4_k;
     case DType::Q5_K: return &q5_k;

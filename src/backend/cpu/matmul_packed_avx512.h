@@ -23,7 +23,10 @@ inline const PackedKernel* packed_kernel_avx512(DType w) { return avx512::packed
 
 #ifdef EMBER_AVX512_NS  // the kernel files: one tile function per weight format, for the table
 namespace EMBER_AVX512_NS {
-void tile_q4_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q4_0_avx512.cpp
+void tile_q4_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q32_avx512.cpp
+void tile_q5_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q32_avx512.cpp
+void tile_q4_1(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q32_avx512.cpp
+void tile_q5_1(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q32_avx512.cpp
 void tile_q8_0(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q8_0_avx512.cpp
 void tile_q4_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q4_k_avx512.cpp
 void tile_q5_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1);  // matmul_packed_q5_k_avx512.cpp
