@@ -209,20 +209,24 @@ namespace {
 // order use expert e, and sorted row i is output row order[i] (t*n_used + j). A counting
 // sort, stable, so each expert's rows keep their order.
 // position is the inverse: output row r is sorted row position[r].
+// One per thread, refilled by each call: decode sorts twice per layer, with no allocation.
 struct ExpertBuckets {
-  std::vector<int64_t> start, order, position;
-  ExpertBuckets(const int32_t* ids, int64_t n_rows, int64_t n_expert)
-      : start(n_expert + 1, 0), order(n_rows), position(n_rows) {
+  std::vector<int64_t> start, order, position, next;
+  void fill(const int32_t* ids, int64_t n_rows, int64_t n_expert) {
+    start.assign(static_cast<size_t>(n_expert) + 1, 0);
+    order.resize(static_cast<size_t>(n_rows));
+    position.resize(static_cast<size_t>(n_rows));
     for (int64_t i = 0; i < n_rows; ++i) {
       if (ids[i] < 0 || ids[i] >= n_expert)
         fail(ErrorKind::InvalidArgument, "matmul_id: expert id {} out of range (0..{})", ids[i], n_expert - 1);
       ++start[ids[i] + 1];
     }
     for (int64_t e = 0; e < n_expert; ++e) start[e + 1] += start[e];
-    std::vector<int64_t> next(start.begin(), start.end() - 1);
+    next.assign(start.begin(), start.end() - 1);
     for (int64_t i = 0; i < n_rows; ++i) order[next[ids[i]]++] = i;
     for (int64_t i = 0; i < n_rows; ++i) position[order[i]] = i;
   }
+  int64_t rows_of(int64_t e) const { return start[e + 1] - start[e]; }
 };
 
 // The activations of a matmul_id call in expert order, in one format: sorted row i holds x's
@@ -284,9 +288,11 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
   const ExpertTarget& first = *targets.begin();
   const int64_t n_rows = first.y.rows, n_expert = static_cast<int64_t>(first.experts.size());
   if (n_rows == 0) return;
-  const ExpertBuckets buckets(ids, n_rows, n_expert);
+  thread_local ExpertBuckets buckets;
+  buckets.fill(ids, n_rows, n_expert);
 
-  // Each target's outputs in expert order, copied to their rows at the end.
+  // Each target's outputs in expert order. An expert with one row writes it in place (every
+  // expert of a one-token step); the others' rows are copied to their places at the end.
   thread_local std::vector<float> ys[kMaxTargets];
   PreparedActivations act[kActFormats];
   thread_local std::vector<MatmulJob> jobs;  // reused: a call has up to 2 per expert
@@ -302,12 +308,14 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
     const int f = static_cast<int>(format);
     if (!act[f].data) act[f] = prepare_expert_activations(pool, format, x, buckets, n_used);
     for (int64_t e = 0; e < n_expert; ++e) {
-      const int64_t r0 = buckets.start[e], n = buckets.start[e + 1] - r0;
+      const int64_t r0 = buckets.start[e], n = buckets.rows_of(e);
       if (n == 0) continue;
       // Each expert's variant follows the regime of its own rows.
       const KernelPlan kernel = pick_kernel(t.experts[e], n);
       const PreparedActivations a{act[f].data + r0 * act[f].stride, act[f].stride};
-      jobs.emplace_back(kernel, t.experts[e], a, F32Mat{y.data() + r0 * cols, cols, n, cols}, n, pool.size());
+      const F32Mat out = n == 1 ? F32Mat{t.y.row(buckets.order[r0]), cols, 1, cols}
+                                : F32Mat{y.data() + r0 * cols, cols, n, cols};
+      jobs.emplace_back(kernel, t.experts[e], a, out, n, pool.size());
     }
   }
   run_jobs(pool, jobs.data(), static_cast<int>(jobs.size()));
@@ -316,8 +324,11 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
   for (const ExpertTarget& t : targets) {
     const std::vector<float>& y = ys[ti++];
     const int64_t cols = t.y.cols;
-    for (int64_t i = 0; i < n_rows; ++i)
-      std::memcpy(t.y.row(buckets.order[i]), &y[i * cols], static_cast<size_t>(cols) * sizeof(float));
+    for (int64_t e = 0; e < n_expert; ++e) {
+      if (buckets.rows_of(e) < 2) continue;
+      for (int64_t i = buckets.start[e]; i < buckets.start[e + 1]; ++i)
+        std::memcpy(t.y.row(buckets.order[i]), &y[i * cols], static_cast<size_t>(cols) * sizeof(float));
+    }
   }
 }
 
