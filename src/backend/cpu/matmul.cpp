@@ -152,8 +152,10 @@ struct MatmulJob {
 // (util/guided_chunks.h) that the threads take in order from a shared counter, so a chunk
 // may run through several matrices. Chunks were once cut per matrix: a MoE layer's 16
 // expert matrices of 1.2 MB then made ~240 chunks per dispatch, most of them short streams
-// that the prefetchers pick up late; now ~40 (MoE decode, per-token A/B in one process on
-// a loaded 2-core Sapphire Rapids VM, 3 runs of 128 pairs: median token time -1.0 to -2.5%).
+// that the prefetchers pick up late; now ~40. qwen3moe of OLMoE's shape, Q4_K_M, ember bench
+// tg128 on the 2-core Sapphire Rapids VM of issue 29, alternated rounds on a quiet machine:
+// 36.6/36.3 -> 39.5/38.7 t/s, 70.4/70.8 -> 75.8/74.3% of the roofline (with matmul_id's
+// in-place rows); dense files gain nothing measurable (few matrices per dispatch).
 // Rows are split on row-group boundaries either way, so no output's bits change.
 // Only chunks are shared between threads: an even split of the units would be
 // as fast on an idle machine, but a descheduled thread would then stall the whole op.
