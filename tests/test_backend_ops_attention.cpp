@@ -249,6 +249,48 @@ TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 
     for (int d : {20, 36}) run_case(AttnCase{t, t, 6, 3, d, 90, 77, 5, 0, 0.0f}, rng);
 }
 
+TEST_CASE("an f16 cache gives bitwise what an f32 cache of the same values gives") {
+  // f16 rows are converted exactly into the f32 tiles the kernels read, so the kernels see
+  // the f32 cache's values, in the same order, whether rows go a row at a time or in lanes.
+  // (Reading f16 rows in place, converted as loaded, must keep this: it was tried for the
+  // one-row kernel and was slower, as the copy reads each cache row front to back.)
+  check::Rng rng(23);
+  struct Heads {
+    int n_head, n_head_kv, head_dim;
+  };
+  // a row at a time: MHA at d 128 (a MoE model's), GQA 6:3 at an odd d, MQA 3:1; lanes: 8:1
+  const Heads heads[] = {{16, 16, 128}, {6, 3, 36}, {3, 1, 64}, {8, 1, 64}};
+  for (const Heads& h : heads)
+    for (int64_t n_q : {1, 5}) {
+      const Ring f16(rng, DType::F16, DType::F16, h.n_head_kv, h.head_dim, 300, 290, 0);
+      Ring f32(rng, DType::F32, DType::F32, h.n_head_kv, h.head_dim, 300, 0, 0);
+      const int64_t row = static_cast<int64_t>(h.n_head_kv) * h.head_dim, cols = static_cast<int64_t>(h.n_head) * h.head_dim;
+      const std::vector<float> k = f16.decoded(false), v = f16.decoded(true);
+      for (size_t j = 0; j < f16.pos.size(); ++j) {
+        ops::store_row(k.data() + j * row, row, DType::F32, f32.k.data() + j * f32.k_row_bytes);
+        ops::store_row(v.data() + j * row, row, DType::F32, f32.v.data() + j * f32.v_row_bytes);
+      }
+      f32.pos = f16.pos;
+      const auto q = rng.uniform(static_cast<size_t>(n_q * cols));
+      std::vector<int32_t> q_pos(static_cast<size_t>(n_q));
+      for (int64_t i = 0; i < n_q; ++i) q_pos[static_cast<size_t>(i)] = static_cast<int32_t>(290 - n_q + i);
+      const AttentionParams p{h.n_head, h.n_head_kv, h.head_dim, 0.1f, 0, 0.0f};
+      for (SimdLevel level : check::simd_levels()) {
+        check::ScopedSimdLevel scoped(level);
+        ThreadPool pool(2);
+        std::vector<float> from16(q.size()), from32(q.size());
+        ops::attention(pool, check::dense_view(q, n_q, cols), q_pos.data(), f16.view(), p,
+                       check::dense_mat(from16, n_q, cols));
+        ops::attention(pool, check::dense_view(q, n_q, cols), q_pos.data(), f32.view(), p,
+                       check::dense_mat(from32, n_q, cols));
+        CAPTURE(h.n_head);
+        CAPTURE(h.head_dim);
+        CAPTURE(n_q);
+        CHECK(std::memcmp(from16.data(), from32.data(), from16.size() * sizeof(float)) == 0);
+      }
+    }
+}
+
 // Attends a batch of queries (a query tile: what a verify pass may hold) to a ring filled
 // in slot order, as the KV cache fills, then each query alone, at depths where the splits of
 // a ring filled that far change; checks the outputs are bitwise equal.

@@ -18,6 +18,8 @@
 
 namespace ember {
 
+class StreamArena;  // util/stream_buffer.h
+
 class ThreadPool;
 
 // A 2-D view: `rows` rows of `cols` elements of `type`, rows `row_stride` bytes apart.
@@ -128,7 +130,8 @@ void matmul_same_input(ThreadPool& pool, std::initializer_list<MatmulTarget> tar
 // (rows interleaved in groups, so one thread streams one sequential range), or nullopt
 // when this CPU reads w's type in place. Its products agree with w's to float rounding, and
 // like every matmul, a token's output does not depend on the other tokens in the batch.
-std::optional<PackedWeight> pack_weight(const MatView& w);
+// `arena`, when given, holds the copy (see StreamArena: matrices below 2 MiB on huge pages).
+std::optional<PackedWeight> pack_weight(const MatView& w, StreamArena* arena = nullptr);
 #ifndef __CUDACC__  // host-only: nvcc compiles the kernels, which include this file, as C++17
 // One expert projection and its output, for matmul_id.
 struct ExpertTarget {

@@ -89,23 +89,24 @@ namespace {
 constexpr size_t kLayerMatrixKiB[] = {2304, 288, 288, 2304, 6336, 6336, 6336};
 constexpr int kLayerDispatches[][2] = {{0, 3}, {3, 4}, {4, 6}, {6, 7}};
 constexpr size_t kChunkUnitWords = 18 * 1024 / sizeof(uint64_t);
-constexpr int kMaxChunks = 128;  // per matrix, as ops::matmul
 
-// One dispatch: its matrices' chunks, taken in order from a shared counter by all threads.
+// One dispatch: its matrices' units end to end, cut into guided chunks (as ops::matmul
+// does), taken in order from a shared counter by all threads.
 struct ChunkedDispatch {
   static constexpr int kMaxMatrices = 3;
   const uint64_t* base[kMaxMatrices] = {};
-  int n_chunks[kMaxMatrices] = {};
-  int64_t start[kMaxMatrices][kMaxChunks + 1] = {};
+  int64_t units[kMaxMatrices] = {};
   int n_matrices = 0;
+  GuidedPieces plan;
 
-  // Reads chunk `ch` of all the dispatch's chunks; false past the last.
+  // Reads chunk `ch`, each of its pieces as two streams; false past the last.
   bool read_chunk(int ch, uint64_t& sink) const {
-    int m = 0;
-    while (m < n_matrices && ch >= n_chunks[m]) ch -= n_chunks[m++];
-    if (m == n_matrices) return false;
-    const uint64_t* p = base[m] + start[m][ch] * kChunkUnitWords;
-    sink += read_words(p, static_cast<size_t>(start[m][ch + 1] - start[m][ch]) * kChunkUnitWords, 2);
+    if (ch >= plan.chunks()) return false;
+    for (int i = plan.chunk_first[ch]; i < plan.chunk_first[ch + 1]; ++i) {
+      const ChunkPiece& piece = plan.pieces[i];
+      sink += read_words(base[piece.part] + piece.begin * kChunkUnitWords,
+                         static_cast<size_t>(piece.end - piece.begin) * kChunkUnitWords, 2);
+    }
     return true;
   }
 };
@@ -114,6 +115,7 @@ struct ChunkedDispatch {
 
 void BandwidthProbe::read_decode_chunks() {
   const uint64_t* const buf = reinterpret_cast<const uint64_t*>(storage_.get());
+  constexpr int64_t kUnitWork[ChunkedDispatch::kMaxMatrices] = {1, 1, 1};
   size_t offset = 0;  // words
   for (bool more = true; more;) {
     for (const auto& range : kLayerDispatches) {
@@ -125,12 +127,12 @@ void BandwidthProbe::read_decode_chunks() {
           break;
         }
         d.base[d.n_matrices] = buf + offset;
-        d.n_chunks[d.n_matrices] =
-            guided_chunks(static_cast<int64_t>(units), pool_.size(), 1, kMaxChunks, d.start[d.n_matrices]);
-        ++d.n_matrices;
+        d.units[d.n_matrices++] = static_cast<int64_t>(units);
         offset += units * kChunkUnitWords;
       }
       if (d.n_matrices == 0) break;
+      guided_pieces({d.units, static_cast<size_t>(d.n_matrices)}, {kUnitWork, static_cast<size_t>(d.n_matrices)},
+                    pool_.size(), d.plan);
       std::atomic<int> next{0};
       pool_.run([&](int ith, int) {
         const double c0 = thread_cpu_seconds();

@@ -21,7 +21,7 @@ class ThreadPool;
 //    8 streams 21-37, 16 streams 21-31). 1 stream is the plain multi-threaded sum.
 //  - decode's chunks: the decode step's own walk. The buffer is cut into a transformer
 //    layer's matrices (TinyLlama's shapes at Q4_0), read by one pool run per matmul dispatch
-//    (q+k+v, o, gate+up, down), each run's matrices cut into guided chunks taken from a
+//    (q+k+v, o, gate+up, down), each run's matrices, end to end, cut into guided chunks taken from a
 //    shared counter (util/guided_chunks.h, as ops::matmul does), each chunk read as two
 //    streams, its halves, as the packed kernels' decode walk pairs groups (packed_tiles.h).
 //    It pays what decode pays for its shape: a dispatch per op, chunks that end, threads

@@ -20,4 +20,18 @@ std::shared_ptr<uint8_t> allocate_stream_buffer(size_t bytes) {
   return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(raw), [](uint8_t* p) { std::free(p); });
 }
 
+std::shared_ptr<uint8_t> StreamArena::allocate(size_t bytes) {
+  if (bytes >= kSlabBytes / 2) return allocate_stream_buffer(bytes);
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!slab_ || used_ + rounded > kSlabBytes) {
+    slab_ = allocate_stream_buffer(kSlabBytes);
+    used_ = 0;
+    if (!slab_) return nullptr;
+  }
+  std::shared_ptr<uint8_t> out(slab_, slab_.get() + used_);  // shares the slab's ownership
+  used_ += rounded;
+  return out;
+}
+
 }  // namespace ember

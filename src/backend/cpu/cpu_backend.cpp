@@ -16,7 +16,7 @@ namespace ember {
 
 MatView CpuWeightStore::prepare_matmul(const MatView& w) {
   if (!repack_) return w;
-  std::optional<PackedWeight> p = ops::pack_weight(w);
+  std::optional<PackedWeight> p = ops::pack_weight(w, &arena_);
   if (!p) return w;
   packed_.push_back(std::move(*p));
   return packed_.back().view;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "util/stream_buffer.h"
 
 namespace ember {
 
@@ -22,6 +23,7 @@ class CpuWeightStore final : public WeightStore {
  private:
   bool repack_;
   std::vector<PackedWeight> packed_;
+  StreamArena arena_;  // the small packed matrices (experts), on huge pages
 };
 
 class CpuBackend final : public Backend {

@@ -108,23 +108,15 @@ PreparedActivations prepare_activations(ThreadPool& pool, cpu::ActFormat format,
 
 // One matrix's part of a dispatch. Its rows (in the kernel's row groups) are split when
 // there are enough of them: each thread then reads its own slice of W once per token block.
-// Otherwise (few rows, many tokens) its tokens are split, one range per thread.
-// Rows are handed out as chunks from a shared counter rather than as one fixed share per
-// thread (util/guided_chunks.h): when a thread is descheduled or slower (a busy machine, a
-// core sharing its cache) the others take its chunks instead of waiting for it at the end
-// of the op.
+// Otherwise (few rows, many tokens) its tokens are split, in nth ranges. Either way its work
+// is `units` units, which run_jobs hands out in chunks.
 struct MatmulJob {
-  static constexpr int kMaxChunks = 128;
-  static constexpr int64_t kMinChunkRows = 16;
-
   cpu::TileFn tile = nullptr;
   cpu::MatmulArgs args;
   int64_t rows = 0, tokens = 0, row_group = 1;
   bool split_rows = true;
-  int n_chunks = 0;
-  // split_rows: chunk ch is groups [start[ch], start[ch+1]); only [0, n_chunks] is ever set
-  // or read (no initialiser: a dispatch constructs kMaxTargets jobs on the decode path).
-  int64_t chunk_start[kMaxChunks + 1];
+  int64_t units = 0;      // row groups (split_rows), else token ranges
+  int64_t unit_work = 0;  // rows x tokens of a unit, to weigh jobs with more tokens
 
   MatmulJob() = default;
   MatmulJob(const KernelPlan& kernel, const MatView& w, PreparedActivations act, F32Mat y, int64_t n_tokens, int nth)
@@ -137,37 +129,48 @@ struct MatmulJob {
     args.y = y.data;
     args.y_stride = y.stride;
     split_rows = rows >= row_group * nth || tokens < nth;
-    if (!split_rows) {
-      n_chunks = nth;
-      return;
-    }
-    const int64_t groups = (rows + row_group - 1) / row_group;
-    n_chunks = guided_chunks(groups, nth, kMinChunkRows / row_group, kMaxChunks, chunk_start);
+    units = split_rows ? (rows + row_group - 1) / row_group : nth;
+    unit_work = split_rows ? row_group * tokens : rows * ((tokens + nth - 1) / nth);
   }
 
-  void run_chunk(int64_t ch) const {
+  void run_units(int64_t u0, int64_t u1) const {
     if (split_rows) {
-      const int64_t r0 = std::min(rows, chunk_start[ch] * row_group);
-      const int64_t r1 = std::min(rows, chunk_start[ch + 1] * row_group);
+      const int64_t r0 = std::min(rows, u0 * row_group), r1 = std::min(rows, u1 * row_group);
       if (r0 < r1) tile(args, r0, r1, 0, tokens);
     } else {
-      const int64_t c0 = tokens * ch / n_chunks, c1 = tokens * (ch + 1) / n_chunks;
+      const int64_t c0 = tokens * u0 / units, c1 = tokens * u1 / units;
       if (c0 < c1) tile(args, 0, rows, c0, c1);
     }
   }
 };
 
-// Runs the jobs' chunks on all threads, each thread taking the next chunk left (in order:
-// chunk numbers run through the jobs one after another).
+// Runs the jobs on all threads: their units, end to end, are cut into guided chunks
+// (util/guided_chunks.h) that the threads take in order from a shared counter, so a chunk
+// may run through several matrices. Chunks were once cut per matrix: a MoE layer's 16
+// expert matrices of 1.2 MB then made ~240 chunks per dispatch, most of them short streams
+// that the prefetchers pick up late; now ~40. qwen3moe of OLMoE's shape, Q4_K_M, ember bench
+// tg128 on the 2-core Sapphire Rapids VM of issue 29, alternated rounds on a quiet machine:
+// 36.6/36.3 -> 39.5/38.7 t/s, 70.4/70.8 -> 75.8/74.3% of the roofline (with matmul_id's
+// in-place rows); dense files gain nothing measurable (few matrices per dispatch).
+// Rows are split on row-group boundaries either way, so no output's bits change.
+// Only chunks are shared between threads: an even split of the units would be
+// as fast on an idle machine, but a descheduled thread would then stall the whole op.
 void run_jobs(ThreadPool& pool, const MatmulJob* jobs, int n_jobs) {
-  thread_local std::vector<int64_t> first_chunk;  // of each job, then the total
-  first_chunk.resize(static_cast<size_t>(n_jobs) + 1);
-  first_chunk[0] = 0;
-  for (int j = 0; j < n_jobs; ++j) first_chunk[j + 1] = first_chunk[j] + jobs[j].n_chunks;
-  const int64_t* first = first_chunk.data();  // a pointer: inside the workers `first_chunk` is their own
-  pool.for_each_index(first[n_jobs], [&](int64_t ch) {
-    const int job = static_cast<int>(std::upper_bound(first, first + n_jobs + 1, ch) - first) - 1;
-    jobs[job].run_chunk(ch - first[job]);
+  thread_local std::vector<int64_t> units, unit_work;
+  thread_local GuidedPieces plan;
+  units.resize(static_cast<size_t>(n_jobs));
+  unit_work.resize(static_cast<size_t>(n_jobs));
+  for (int j = 0; j < n_jobs; ++j) {
+    units[j] = jobs[j].units;
+    unit_work[j] = jobs[j].unit_work;
+  }
+  guided_pieces(units, unit_work, pool.size(), plan);
+  const GuidedPieces* p = &plan;  // a pointer: inside the workers `plan` is their own
+  pool.for_each_index(p->chunks(), [&](int64_t ch) {
+    for (int i = p->chunk_first[ch]; i < p->chunk_first[ch + 1]; ++i) {
+      const ChunkPiece& piece = p->pieces[i];
+      jobs[piece.part].run_units(piece.begin, piece.end);
+    }
   });
 }
 
@@ -204,20 +207,24 @@ namespace {
 // order use expert e, and sorted row i is output row order[i] (t*n_used + j). A counting
 // sort, stable, so each expert's rows keep their order.
 // position is the inverse: output row r is sorted row position[r].
+// One per thread, refilled by each call: decode sorts twice per layer, with no allocation.
 struct ExpertBuckets {
-  std::vector<int64_t> start, order, position;
-  ExpertBuckets(const int32_t* ids, int64_t n_rows, int64_t n_expert)
-      : start(n_expert + 1, 0), order(n_rows), position(n_rows) {
+  std::vector<int64_t> start, order, position, next;
+  void fill(const int32_t* ids, int64_t n_rows, int64_t n_expert) {
+    start.assign(static_cast<size_t>(n_expert) + 1, 0);
+    order.resize(static_cast<size_t>(n_rows));
+    position.resize(static_cast<size_t>(n_rows));
     for (int64_t i = 0; i < n_rows; ++i) {
       if (ids[i] < 0 || ids[i] >= n_expert)
         fail(ErrorKind::InvalidArgument, "matmul_id: expert id {} out of range (0..{})", ids[i], n_expert - 1);
       ++start[ids[i] + 1];
     }
     for (int64_t e = 0; e < n_expert; ++e) start[e + 1] += start[e];
-    std::vector<int64_t> next(start.begin(), start.end() - 1);
+    next.assign(start.begin(), start.end() - 1);
     for (int64_t i = 0; i < n_rows; ++i) order[next[ids[i]]++] = i;
     for (int64_t i = 0; i < n_rows; ++i) position[order[i]] = i;
   }
+  int64_t rows_of(int64_t e) const { return start[e + 1] - start[e]; }
 };
 
 // The activations of a matmul_id call in expert order, in one format: sorted row i holds x's
@@ -279,12 +286,14 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
   const ExpertTarget& first = *targets.begin();
   const int64_t n_rows = first.y.rows, n_expert = static_cast<int64_t>(first.experts.size());
   if (n_rows == 0) return;
-  const ExpertBuckets buckets(ids, n_rows, n_expert);
+  thread_local ExpertBuckets buckets;
+  buckets.fill(ids, n_rows, n_expert);
 
-  // Each target's outputs in expert order, copied to their rows at the end.
+  // Each target's outputs in expert order. An expert with one row writes it in place (every
+  // expert of a one-token step); the others' rows are copied to their places at the end.
   thread_local std::vector<float> ys[kMaxTargets];
   PreparedActivations act[kActFormats];
-  thread_local std::vector<MatmulJob> jobs;  // reused: a job is 1 KiB, a call up to 2 per expert
+  thread_local std::vector<MatmulJob> jobs;  // reused: a call has up to 2 per expert
   jobs.clear();
   int ti = 0;
   for (const ExpertTarget& t : targets) {
@@ -297,12 +306,14 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
     const int f = static_cast<int>(format);
     if (!act[f].data) act[f] = prepare_expert_activations(pool, format, x, buckets, n_used);
     for (int64_t e = 0; e < n_expert; ++e) {
-      const int64_t r0 = buckets.start[e], n = buckets.start[e + 1] - r0;
+      const int64_t r0 = buckets.start[e], n = buckets.rows_of(e);
       if (n == 0) continue;
       // Each expert's variant follows the regime of its own rows.
       const KernelPlan kernel = pick_kernel(t.experts[e], n);
       const PreparedActivations a{act[f].data + r0 * act[f].stride, act[f].stride};
-      jobs.emplace_back(kernel, t.experts[e], a, F32Mat{y.data() + r0 * cols, cols, n, cols}, n, pool.size());
+      const F32Mat out = n == 1 ? F32Mat{t.y.row(buckets.order[r0]), cols, 1, cols}
+                                : F32Mat{y.data() + r0 * cols, cols, n, cols};
+      jobs.emplace_back(kernel, t.experts[e], a, out, n, pool.size());
     }
   }
   run_jobs(pool, jobs.data(), static_cast<int>(jobs.size()));
@@ -311,8 +322,11 @@ void matmul_id(ThreadPool& pool, std::initializer_list<ExpertTarget> targets, co
   for (const ExpertTarget& t : targets) {
     const std::vector<float>& y = ys[ti++];
     const int64_t cols = t.y.cols;
-    for (int64_t i = 0; i < n_rows; ++i)
-      std::memcpy(t.y.row(buckets.order[i]), &y[i * cols], static_cast<size_t>(cols) * sizeof(float));
+    for (int64_t e = 0; e < n_expert; ++e) {
+      if (buckets.rows_of(e) < 2) continue;
+      for (int64_t i = buckets.start[e]; i < buckets.start[e + 1]; ++i)
+        std::memcpy(t.y.row(buckets.order[i]), &y[i * cols], static_cast<size_t>(cols) * sizeof(float));
+    }
   }
 }
 

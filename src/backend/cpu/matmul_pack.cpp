@@ -12,7 +12,7 @@
 
 namespace ember::ops {
 
-std::optional<PackedWeight> pack_weight(const MatView& w) {
+std::optional<PackedWeight> pack_weight(const MatView& w, StreamArena* arena) {
   if (w.layout != WeightLayout::Rows || w.rows == 0 || w.cols == 0) return std::nullopt;
   const cpu::PackedKernel* kernel = simd_level() >= SimdLevel::AVX2 ? cpu::packed_kernel_avx2(w.type) : nullptr;
   if (!kernel) return std::nullopt;
@@ -27,7 +27,7 @@ std::optional<PackedWeight> pack_weight(const MatView& w) {
   // Decode streams every packed matrix each token: huge pages spare a TLB miss every 4 KiB
   // (and a page fault each while packing).
   PackedWeight p;
-  p.storage = allocate_stream_buffer(bytes);
+  p.storage = arena ? arena->allocate(bytes) : allocate_stream_buffer(bytes);
   if (!p.storage)
     fail(ErrorKind::OutOfMemory, "pack_weight: cannot allocate {} bytes for a {}x{} {} matrix", bytes, w.rows, w.cols,
          dtype_name(w.type));

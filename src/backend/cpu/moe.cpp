@@ -14,7 +14,8 @@ namespace ember::ops {
 
 namespace {
 
-// p = softmax(l) over n values (max subtracted, as ggml_soft_max).
+// p = softmax(l) over n values (max subtracted, as ggml_soft_max). p may be l: each l[i] is
+// read before p[i] is written.
 void softmax_row(const float* l, int n, float* p) {
   const float mx = *std::max_element(l, l + n);
   double sum = 0.0;
@@ -42,10 +43,7 @@ void route_row(const float* logits, const MoeRouting& r, int32_t* ids, float* we
     ids[j] = order[j];
     weights[j] = probs[order[j]];
   }
-  if (r.gating == MoeGating::SoftmaxSelected) {
-    std::vector<float> w(weights, weights + k);
-    softmax_row(w.data(), k, weights);
-  }
+  if (r.gating == MoeGating::SoftmaxSelected) softmax_row(weights, k, weights);  // in place: see softmax_row
   if (r.norm_weights) {
     float sum = 0.0f;
     for (int j = 0; j < k; ++j) sum += weights[j];
@@ -62,8 +60,11 @@ void moe_route(const MatView& logits, const MoeRouting& r, int32_t* ids, float* 
   if (logits.type != DType::F32 || logits.cols != r.n_expert || r.n_used <= 0 || r.n_used > r.n_expert)
     fail(ErrorKind::InvalidArgument, "moe_route: {} logits per row for {} experts, {} used", logits.cols, r.n_expert,
          r.n_used);
-  std::vector<float> probs(r.n_expert), score(r.n_expert);
-  std::vector<int32_t> order(r.n_expert);
+  thread_local std::vector<float> probs, score;  // reused: decode routes once per layer
+  thread_local std::vector<int32_t> order;
+  probs.resize(static_cast<size_t>(r.n_expert));
+  score.resize(static_cast<size_t>(r.n_expert));
+  order.resize(static_cast<size_t>(r.n_expert));
   for (int64_t t = 0; t < logits.rows; ++t)
     route_row(reinterpret_cast<const float*>(logits.row(t)), r, ids + t * r.n_used, weights + t * r.n_used, probs,
               score, order);

@@ -109,8 +109,14 @@ inline void packed_group_walk(int group_rows, int64_t r0, int64_t r1, int64_t c0
 // core also unpacks the codes. Measured on this project's Zen 3 VM (2 threads, ember bench
 // tg128, roofline against a read of huge pages): Q4_0 decode ~76% of the roofline without,
 // 85-95% with a distance of 1024 bytes; 512 to 4096 bytes all gain, within the machine's
-// noise of one another. About one DRAM latency at one core's share of the bandwidth.
-constexpr size_t kPrefetchDistance = 1024;
+// noise of one another. About one DRAM latency at one core's share of the bandwidth: on the
+// Sapphire Rapids VM of issues 29 and 32 (2 cores, ~38 GB/s) 2048 bytes beat 1024, as that
+// rule predicts (~110 ns at ~18 GB/s per core): a 600 MB matrix at 2 threads, AVX2, 1024 vs
+// 2048 alternated in one process, Q4_0 33.4/34.0 -> 35.8/35.8 GB/s, Q4_K 34.9/34.6 ->
+// 35.4/35.0; ember bench tg128, alternated rounds on a quiet machine: TinyLlama-shaped Q4_0
+// 52.2/53.8 -> 56.0/55.5 t/s, OLMoE-shaped Q4_K_M 38.6/38.5 -> 38.9/39.2 t/s. On a loaded
+// machine (per-token A/B in one process) 1536 and 3072 did worse than 2048, 4096 worse still.
+constexpr size_t kPrefetchDistance = 2048;
 
 // Prefetches the lines of [p, p + bytes) shifted `distance` ahead. Called once per block
 // (or part of a block) of a stream, so consecutive calls cover the stream without gaps (a
