@@ -22,6 +22,7 @@
 
 #include "backend/cpu/cpu_features.h"
 #include "backend/ops.h"
+#include "tensor/quant.h"
 
 namespace ember::check {
 
@@ -55,6 +56,18 @@ class Rng {
  private:
   std::mt19937_64 gen_;
 };
+
+// `rows` rows of k normal values, each quantized to t by the reference quantizer (row after
+// row from rng, so a seed gives the same weights wherever it is used).
+inline std::vector<uint8_t> quantized_normal_rows(DType t, int64_t rows, int64_t k, Rng& rng) {
+  const size_t row_bytes = dtype_row_bytes(t, k);
+  std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<float> x = rng.normal(static_cast<size_t>(k));
+    quantize_row_reference(t, x.data(), w.data() + r * row_bytes, k);
+  }
+  return w;
+}
 
 // Normalised mean squared error: sum (a-b)^2 / sum b^2, with b the reference.
 // Returns +inf when either side holds a NaN/Inf so such results always fail a tolerance.

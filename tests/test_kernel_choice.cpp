@@ -38,11 +38,7 @@ struct PackedMatrix {
   PackedMatrix(DType t, int64_t rows, int64_t k, uint64_t seed) {
     check::Rng rng(seed);
     const size_t row_bytes = dtype_row_bytes(t, k);
-    rows_data.resize(row_bytes * static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      const std::vector<float> x = rng.normal(static_cast<size_t>(k));
-      quantize_row_reference(t, x.data(), rows_data.data() + r * row_bytes, k);
-    }
+    rows_data = check::quantized_normal_rows(t, rows, k, rng);
     std::optional<PackedWeight> p = ops::pack_weight(MatView{t, k, rows, row_bytes, rows_data.data()});
     REQUIRE(p.has_value());
     packed = *p;

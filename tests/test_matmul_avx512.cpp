@@ -192,16 +192,6 @@ void check_levels(const Problem& pb, const std::string& what) {
     if (level.avx512(pb.type)) check_kernel(level, pb, what);
 }
 
-std::vector<uint8_t> quantized_normal(DType t, int64_t rows, int64_t k, check::Rng& rng) {
-  const size_t row_bytes = dtype_row_bytes(t, k);
-  std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const std::vector<float> x = rng.normal(static_cast<size_t>(k));
-    quantize_row_reference(t, x.data(), w.data() + r * row_bytes, k);
-  }
-  return w;
-}
-
 int64_t block_k(DType t, int64_t blocks) { return blocks * dtype_size(t).block_size; }
 
 TEST_CASE("packed AVX-512 kernels match the reference and the AVX2 kernels on odd shapes") {
@@ -219,7 +209,7 @@ TEST_CASE("packed AVX-512 kernels match the reference and the AVX2 kernels on od
                            Shape{37, b, 70}}) {
       check::Rng rng(seed++);
       const int64_t k = block_k(t, s.blocks);
-      Problem pb(t, s.rows, k, quantized_normal(t, s.rows, k, rng),
+      Problem pb(t, s.rows, k, check::quantized_normal_rows(t, s.rows, k, rng),
                  rng.uniform(static_cast<size_t>(s.tokens * k), -2.0f, 2.0f));
       const std::string what = std::string(dtype_name(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(k) +
                                ", " + std::to_string(s.tokens) + " tokens";
@@ -293,7 +283,7 @@ TEST_CASE("packed kernels with 16-token tiles (AMX) on odd shapes, extreme and r
         for (int64_t tokens : {16, 33, 70, 80, 150}) {
           check::Rng rng(seed++);
           const int64_t k = block_k(t, blocks);
-          Problem pb(t, rows, k, quantized_normal(t, rows, k, rng),
+          Problem pb(t, rows, k, check::quantized_normal_rows(t, rows, k, rng),
                      rng.uniform(static_cast<size_t>(tokens * k), -2.0f, 2.0f));
           check_levels(pb, std::string(dtype_name(t)) + " " + std::to_string(rows) + "x" + std::to_string(k) + ", " +
                                std::to_string(tokens) + " tokens");
@@ -406,7 +396,7 @@ TEST_CASE("AVX-512 BF16 kernel matches the reference on odd shapes") {
     for (int64_t k : {37, 64, 300})
       for (int64_t tokens : {1, 3, 17, 66, 70}) {
         check::Rng rng(seed++);
-        Bf16Problem pb{rows, k, tokens, quantized_normal(DType::BF16, rows, k, rng),
+        Bf16Problem pb{rows, k, tokens, check::quantized_normal_rows(DType::BF16, rows, k, rng),
                        rng.uniform(static_cast<size_t>(tokens * k), -2.0f, 2.0f)};
         const std::string what =
             "BF16 " + std::to_string(rows) + "x" + std::to_string(k) + ", " + std::to_string(tokens) + " tokens";

@@ -42,16 +42,6 @@ std::vector<float> run_matmul(ThreadPool& pool, const MatView& w, const std::vec
   return y;
 }
 
-std::vector<uint8_t> quantized_rows(DType t, int64_t rows, int64_t k, check::Rng& rng) {
-  const size_t row_bytes = dtype_row_bytes(t, k);
-  std::vector<uint8_t> w(row_bytes * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const std::vector<float> src = rng.normal(static_cast<size_t>(k));
-    quantize_row_reference(t, src.data(), w.data() + r * row_bytes, k);
-  }
-  return w;
-}
-
 }  // namespace
 
 TEST_CASE("fifth_bit_plane: element 4q+i's bit at bit q of byte i, element 16+4q+i's at bit 4+q") {
@@ -77,7 +67,7 @@ TEST_CASE("packed Q4_0, Q5_0, Q4_1, Q5_1 agree with the scalar kernel to f32 rou
     // 37 rows: 4 full groups and a short one; 7 blocks; 70 tokens: a token block and 6.
     const int64_t rows = 37, k = 7 * 32, tokens = 70;
     check::Rng rng(seed++);
-    const std::vector<uint8_t> w = quantized_rows(t, rows, k, rng);
+    const std::vector<uint8_t> w = check::quantized_normal_rows(t, rows, k, rng);
     const MatView wv{t, k, rows, dtype_row_bytes(t, k), w.data()};
     const std::vector<float> x = rng.uniform(static_cast<size_t>(tokens * k), -2.0f, 2.0f);
     std::vector<float> scalar;

@@ -26,11 +26,7 @@ TEST_CASE("packed kernels match the reference and decode = batch on wide tiles")
     const int64_t k = 2 * dtype_size(t).block_size * (dtype_size(t).block_size == 1 ? 48 : 2);
     check::Rng rng(static_cast<uint64_t>(t) + 11);
     const size_t row_bytes = dtype_row_bytes(t, k);
-    std::vector<uint8_t> w(row_bytes * rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      const std::vector<float> src = rng.normal(static_cast<size_t>(k));
-      quantize_row_reference(t, src.data(), w.data() + r * row_bytes, k);
-    }
+    const std::vector<uint8_t> w = check::quantized_normal_rows(t, rows, k, rng);
     const MatView wv{t, k, rows, row_bytes, w.data()};
     std::optional<PackedWeight> packed = ops::pack_weight(wv);
     if (!packed) continue;
