@@ -20,9 +20,9 @@ std::shared_ptr<uint8_t> allocate_stream_buffer(size_t bytes);
 // cut from shared 2 MiB-aligned slabs so that they too sit on huge pages; each buffer keeps
 // its slab alive. Alone, each expert got 4 KiB pages: qwen3moe of OLMoE's shape, Q4_K_M,
 // ember bench tg128, 3 alternated rounds on the issue 29 VM: 39.9/39.6/39.2 -> 41.5/41.6/
-// 41.2 t/s, 75.9/75.6/76.8 -> 79.0/80.5/81.4% of the roofline. A buffer of half a slab or more gets a stream buffer of its own. At most
-// the tail of each slab is left unused (under half a slab, about 2.5% of what the experts
-// take). Thread-safe.
+// 41.2 t/s, 75.9/75.6/76.8 -> 79.0/80.5/81.4% of the roofline. A buffer of half a slab or
+// more gets a stream buffer of its own. At most the tail of each slab is left unused (under
+// half a slab, about 2.5% of what the experts take). Thread-safe.
 class StreamArena {
  public:
   std::shared_ptr<uint8_t> allocate(size_t bytes);
