@@ -232,8 +232,7 @@ int run_bench(BenchArgs& a) {
   co.v_type = parse_kv_type(a.ctv, "-ctv");
   co.print_plan = false;
   ThreadPool pool(n_threads);
-  const cpu::KernelChoiceReport kernels =
-      cpu::choose_packed_kernels(pool, model->cpu_repacked_matrices(), cpu::default_kernel_choice_options());
+  const cpu::KernelChoiceReport kernels = choose_cpu_kernels(pool, *model, /*verbose=*/true);
   for (const std::string& line : kernels.lines()) fmt::print(stderr, "bench: {}\n", line);
   if (!a.parallel.empty()) return run_parallel_bench(a, *model, pool, co, n_threads);
 

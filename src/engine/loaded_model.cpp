@@ -4,16 +4,15 @@
 
 #include <fmt/format.h>
 
-#include "backend/cpu/kernel_choice_setup.h"
 #include "util/error.h"
 #include "util/progress.h"
 
 namespace ember {
 
-void choose_cpu_kernels(ThreadPool& pool, const Model& model, bool verbose) {
+cpu::KernelChoiceReport choose_cpu_kernels(ThreadPool& pool, const Model& model, bool verbose) {
   cpu::KernelChoiceOptions choice = cpu::default_kernel_choice_options();
   choice.verbose = verbose;
-  cpu::choose_packed_kernels(pool, model.cpu_repacked_matrices(), choice);
+  return cpu::choose_packed_kernels(pool, model.cpu_repacked_matrices(), choice);
 }
 
 LoadedModel load_model(const ModelSetup& setup) {

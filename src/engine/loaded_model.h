@@ -5,6 +5,7 @@
 #include <string>
 
 #include "util/thread_pool.h"
+#include "backend/cpu/kernel_choice_setup.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,7 +31,8 @@ struct LoadedModel {
 // Which packed kernel variant each regime uses on `model`'s matrices, measured once per CPU
 // model and cached (backend/cpu/kernel_choice_setup.h); for every command that runs a model,
 // draft models and perplexity included. `verbose`: a line on stderr when it measures.
-void choose_cpu_kernels(ThreadPool& pool, const Model& model, bool verbose);
+// Returns the choice per type and regime, and why (bench prints it).
+cpu::KernelChoiceReport choose_cpu_kernels(ThreadPool& pool, const Model& model, bool verbose);
 
 // Throws the loader's errors (Io, Format, Unsupported, OutOfMemory, InvalidArgument).
 LoadedModel load_model(const ModelSetup& setup);
