@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernel_calibration.h"
 #include "backend/cpu/kernel_choice.h"
 #include "backend/cpu/kernel_choice_cache.h"
 #include "backend/cpu/kernel_choice_setup.h"
@@ -226,6 +227,35 @@ TEST_CASE("EMBER_SIMD below avx512 runs AVX2 whatever the table says") {
   CHECK(r.types.empty());
   if (cpu_features().avx512_vnni) CHECK(r.overall.find("forced by") != std::string::npos);
   else CHECK(r.overall.find("no AVX-512 VNNI") != std::string::npos);
+}
+
+TEST_CASE("decode is timed on tall copies of a small model's largest matrix, the model's own codes") {
+  ThreadPool pool(2);
+  const PackedMatrix small(DType::Q4_K, 12, 256, 7), largest(DType::Q4_K, 20, 512, 8);  // 2 and 3 groups of 8
+  const std::vector<MatView> mats = {small.view(), largest.view()};
+  const size_t group_bytes = largest.view().row_stride;
+
+  const cpu::DecodeStream enough = cpu::decode_stream_copies(mats, 1024, size_t{1} << 20);
+  CHECK(enough.storage == nullptr);  // the model holds the bytes: its own matrices
+  REQUIRE(enough.mats.size() == 2);
+  CHECK(enough.mats[1].data == largest.view().data);
+
+  const size_t min_bytes = 200 * group_bytes, matrix_bytes = 40 * group_bytes;
+  const cpu::DecodeStream tall = cpu::decode_stream_copies(mats, min_bytes, matrix_bytes);
+  REQUIRE(tall.storage != nullptr);
+  REQUIRE(tall.mats.size() == 5);  // 200 groups in matrices of 40 (>= 3 groups, >= 40 groups' bytes)
+  check::Rng rng(11);
+  const std::vector<float> x = rng.normal(size_t{512});
+  const std::vector<float> want = run_matmul(pool, largest.view(), x, 1);
+  for (const MatView& w : tall.mats) {
+    CHECK(w.type == DType::Q4_K);
+    CHECK(w.cols == 512);
+    CHECK(w.row_stride == group_bytes);
+    REQUIRE(w.rows == 40 * 8);
+    const std::vector<float> y = run_matmul(pool, w, x, 1);
+    for (int64_t r = 0; r < w.rows; ++r)  // group g is the largest's group g % 3 (row 20-23: padding)
+      if (r % 24 < 20) CHECK(y[static_cast<size_t>(r)] == want[static_cast<size_t>(r % 24)]);
+  }
 }
 
 TEST_CASE("the cache file: written, read back, merged per thread count") {

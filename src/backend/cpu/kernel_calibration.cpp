@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
+#include "backend/cpu/matmul_kernels.h"
 #include "backend/ops.h"
+#include "util/stream_buffer.h"
 #include "util/thread_pool.h"
 
 namespace ember::cpu {
@@ -39,6 +42,17 @@ struct Workspace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Rows per group of a packed type's layout (matmul_pack.cpp: row_stride bytes per group).
+int64_t group_rows_of(DType type) {
+  const PackedKernel* kernel = packed_kernel_avx2(type);
+  return kernel ? kernel->group_rows : 1;
+}
+
+size_t packed_extent(const MatView& w) {
+  const int64_t group_rows = group_rows_of(w.type);
+  return w.row_stride * static_cast<size_t>((w.rows + group_rows - 1) / group_rows);
 }
 
 // One decode-like pass: matrices from `next` on (wrapping), one row each, until `bytes`
@@ -77,7 +91,10 @@ MatView largest_slice(const std::vector<MatView>& mats, size_t bytes) {
 }
 
 TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>& mats, const CalibrationPlan& plan) {
-  Workspace ws(mats, std::max(plan.batch_rows, plan.prefill_rows));
+  const DecodeStream stream = decode_stream_copies(mats, plan.decode_stream_bytes, plan.decode_matrix_bytes);
+  std::vector<MatView> all = mats;  // the workspace fits the tall matrices too
+  all.insert(all.end(), stream.mats.begin(), stream.mats.end());
+  Workspace ws(all, std::max(plan.batch_rows, plan.prefill_rows));
   const MatView largest = largest_slice(mats, plan.slice_bytes);
   TypeSpeeds s;
   s.type = type;
@@ -103,7 +120,7 @@ TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>
       };
       // AMX only for prefill: below 16 rows it runs the AVX-512 kernel (its 0 there never wins).
       if (v != Variant::Amx) {
-        keep_best(Regime::Decode, decode_pass(pool, ws, mats, next, plan.decode_bytes));
+        keep_best(Regime::Decode, decode_pass(pool, ws, stream.mats, next, plan.decode_bytes));
         keep_best(Regime::SmallBatch, batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes));
       }
       keep_best(Regime::Prefill, batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes));
@@ -113,6 +130,32 @@ TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>
 }
 
 }  // namespace
+
+DecodeStream decode_stream_copies(const std::vector<MatView>& mats, size_t min_bytes, size_t matrix_bytes) {
+  size_t total = 0;
+  for (const MatView& w : mats) total += packed_extent(w);
+  if (mats.empty() || total >= min_bytes) return {mats, nullptr};
+  const MatView& w = *std::max_element(mats.begin(), mats.end(), [](const MatView& a, const MatView& b) {
+    return packed_extent(a) < packed_extent(b);
+  });
+  const size_t groups = packed_extent(w) / w.row_stride;
+  const size_t tall_groups = std::max(groups, (matrix_bytes + w.row_stride - 1) / w.row_stride);
+  const size_t tall_bytes = tall_groups * w.row_stride;
+  const size_t copies = (min_bytes + tall_bytes - 1) / tall_bytes;
+  DecodeStream out;
+  out.storage = allocate_stream_buffer(copies * tall_bytes);
+  if (!out.storage) return {mats, nullptr};  // then decode is timed on the originals, as before
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  for (size_t g = 0; g < copies * tall_groups; ++g)  // each tall matrix: groups 0, 1, ..., 0, 1, ...
+    std::memcpy(out.storage.get() + g * w.row_stride, src + (g % tall_groups % groups) * w.row_stride, w.row_stride);
+  MatView tall = w;
+  tall.rows = static_cast<int64_t>(tall_groups) * group_rows_of(w.type);
+  for (size_t c = 0; c < copies; ++c) {
+    tall.data = out.storage.get() + c * tall_bytes;
+    out.mats.push_back(tall);
+  }
+  return out;
+}
 
 std::vector<TypeSpeeds> measure_variants(ThreadPool& pool, std::span<const MatView> packed, std::span<const DType> types,
                                          const CalibrationPlan& plan) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -45,6 +46,15 @@ struct CalibrationPlan {
   // decode step does, this many bytes per repeat (fewer if the model holds fewer): enough
   // to leave the private caches, so the numbers are those of a bandwidth-bound step.
   size_t decode_bytes = size_t{64} << 20;
+  // ... from at least this many bytes of distinct data, in matrices of at least
+  // decode_matrix_bytes, as a model that streams from memory has: the choice is cached per
+  // CPU, not per model, and a small model's matrices time the caches and the pool's wake-ups
+  // instead. On the Sapphire Rapids VM of issue 32 (480 MiB of L3) a small model's Q4_K entry
+  // (AVX-512 19.5 vs AVX2 17.8 GB/s, 2 threads) was cached and then made TinyLlama-shaped
+  // Q4_K_M decode run AVX-512: 74% of the roofline, against 85% with AVX2 (streaming: AVX2
+  // 31.6 vs AVX-512 26.8 GB/s). A type with fewer bytes is timed on decode_stream_copies.
+  size_t decode_stream_bytes = size_t{256} << 20;
+  size_t decode_matrix_bytes = size_t{4} << 20;
   // Rounds (each variant once per regime, alternated): at least `repeats`, more while the
   // type's time is under `budget_seconds`, at most `max_repeats`. More rounds on a quiet
   // machine make "best of" steadier; a busy one still stops after `repeats`.
@@ -62,6 +72,16 @@ struct CalibrationPlan {
   size_t batch_pass_bytes = size_t{16} << 20;
   size_t prefill_pass_bytes = size_t{4} << 20;
 };
+
+// Matrices for the decode passes: `mats` themselves when they hold at least `min_bytes`;
+// else tall matrices of the largest one's shape, each its groups of rows repeated to at
+// least `matrix_bytes` (whole groups copied, so the kernels read the model's own codes),
+// as many as reach `min_bytes`.
+struct DecodeStream {
+  std::vector<MatView> mats;
+  std::shared_ptr<uint8_t> storage;  // the tall matrices; null when `mats` are the originals
+};
+DecodeStream decode_stream_copies(const std::vector<MatView>& mats, size_t min_bytes, size_t matrix_bytes);
 
 // Measures every type of `types` that has a packed (interleaved) matrix among `packed`;
 // the others are left out of the result. The kernel-choice table is forced for each measurement and restored after, so

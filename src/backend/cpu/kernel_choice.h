@@ -34,8 +34,9 @@ inline constexpr std::array<DType, 8> kChoosableTypes = {DType::Q4_0, DType::Q5_
                                                           DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K};
 int choosable_index(DType t);  // its index in kChoosableTypes, or -1
 
-// Bumped when a kernel changes enough that cached measurements no longer hold (2: AMX).
-constexpr int kKernelAbi = 2;
+// Bumped when a kernel changes enough that cached measurements no longer hold (2: AMX; 3:
+// decode timed beyond the caches, see CalibrationPlan::decode_stream_bytes).
+constexpr int kKernelAbi = 3;
 
 // The packed kernel of variant v for weights of type t at the current SIMD level (simd_level,
 // cpu_features), or nullptr when that variant cannot run it here (the caller falls back to a
