@@ -35,7 +35,8 @@ inline constexpr std::array<DType, 8> kChoosableTypes = {DType::Q4_0, DType::Q5_
 int choosable_index(DType t);  // its index in kChoosableTypes, or -1
 
 // Bumped when a kernel changes enough that cached measurements no longer hold (2: AMX; 3:
-// decode timed beyond the caches, see CalibrationPlan::decode_stream_bytes).
+// decode timed beyond the caches, see CalibrationPlan::decode_stream_bytes, and the AVX-512
+// decode walk of far-apart group pairs, packed_tiles_avx512.h).
 constexpr int kKernelAbi = 3;
 
 // The packed kernel of variant v for weights of type t at the current SIMD level (simd_level,

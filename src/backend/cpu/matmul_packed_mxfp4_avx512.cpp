@@ -33,12 +33,13 @@ inline __m512i dot_codes(__m512i dot, __m512i w, __m512i av) {
   return _mm512_dpbusd_epi32(dot, _mm512_abs_epi8(w), signed_av);
 }
 
-// Groups g and (when pair) g+1 for tokens c .. c+RN-1; r_end: the range's last row + 1.
+// Groups g and g + step (step 0: g alone) for tokens c .. c+RN-1; r_end: the range's last
+// row + 1.
 template <int RN>
-void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) {
+void micro(const MatmulArgs& p, int64_t g, int64_t step, int64_t r_end, int64_t c) {
   const int64_t nb = p.k / QK_MXFP4;
   const uint8_t* lo_scales = p.w + g * p.w_stride;
-  const uint8_t* hi_scales = pair ? lo_scales + p.w_stride : lo_scales;
+  const uint8_t* hi_scales = lo_scales + step * p.w_stride;
   const uint8_t* lo_codes = lo_scales + nb * kScaleBytes;
   const uint8_t* hi_codes = hi_scales + nb * kScaleBytes;
   const block_q8s* a[RN];
@@ -72,8 +73,7 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
       acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), s, acc[j]);
     }
   }
-  const int64_t rows = r_end - g * kGroupRows;
-  for (int j = 0; j < RN; ++j) simd512::store_rows(p.y + (c + j) * p.y_stride + g * kGroupRows, acc[j], rows);
+  for (int j = 0; j < RN; ++j) store_group_pair(p.y + (c + j) * p.y_stride, acc[j], g, step, r_end);
 }
 
 }  // namespace
@@ -81,8 +81,8 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
 void tile_mxfp4(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   constexpr int RN = 4;
   for_each_group_pair_tile<RN>(
-      r0, r1, c0, c1, [&](int64_t g, bool pair, int64_t c) { micro<RN>(p, g, pair, r1, c); },
-      [&](int64_t g, bool pair, int64_t c) { micro<1>(p, g, pair, r1, c); });
+      r0, r1, c0, c1, [&](int64_t g, int64_t step, int64_t c) { micro<RN>(p, g, step, r1, c); },
+      [&](int64_t g, int64_t step, int64_t c) { micro<1>(p, g, step, r1, c); });
 }
 
 }  // namespace ember::cpu::EMBER_AVX512_NS

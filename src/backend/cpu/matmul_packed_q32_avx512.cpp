@@ -21,11 +21,12 @@ namespace {
 
 using packed32::kCodeLoads;
 
-// Groups g and (when pair) g+1 for tokens c .. c+RN-1; r_end: the range's last row + 1.
+// Groups g and g + step (step 0: g alone) for tokens c .. c+RN-1; r_end: the range's last
+// row + 1.
 template <class F, int RN>
-void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) {
+void micro(const MatmulArgs& p, int64_t g, int64_t step, int64_t r_end, int64_t c) {
   const uint8_t* lo_group = p.w + g * p.w_stride;
-  const uint8_t* hi_group = pair ? lo_group + p.w_stride : lo_group;
+  const uint8_t* hi_group = lo_group + step * p.w_stride;
   const block_q8s* a[RN];
   for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8s*>(p.a + (c + j) * p.a_stride);
   __m512 acc[RN];
@@ -73,8 +74,7 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
       }
     }
   }
-  const int64_t rows = r_end - g * kGroupRows;
-  for (int j = 0; j < RN; ++j) simd512::store_rows(p.y + (c + j) * p.y_stride + g * kGroupRows, acc[j], rows);
+  for (int j = 0; j < RN; ++j) store_group_pair(p.y + (c + j) * p.y_stride, acc[j], g, step, r_end);
 }
 
 // 8-token tiles unpack a block's codes once for twice the tokens of 4 (the 32 registers
@@ -83,9 +83,9 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
 template <class F>
 void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   for_each_group_pair_tiles<8, 4>(
-      r0, r1, c0, c1, [&](int64_t g, bool pair, int64_t c) { micro<F, 8>(p, g, pair, r1, c); },
-      [&](int64_t g, bool pair, int64_t c) { micro<F, 4>(p, g, pair, r1, c); },
-      [&](int64_t g, bool pair, int64_t c) { micro<F, 1>(p, g, pair, r1, c); });
+      r0, r1, c0, c1, [&](int64_t g, int64_t step, int64_t c) { micro<F, 8>(p, g, step, r1, c); },
+      [&](int64_t g, int64_t step, int64_t c) { micro<F, 4>(p, g, step, r1, c); },
+      [&](int64_t g, int64_t step, int64_t c) { micro<F, 1>(p, g, step, r1, c); });
 }
 
 }  // namespace

@@ -25,11 +25,12 @@ namespace {
 
 using namespace q6x16;  // NOLINT(google-build-using-namespace): the file's own layout
 
-// Groups g and (when pair) g+1 for tokens c .. c+RN-1; r_end: the range's last row + 1.
+// Groups g and g + step (step 0: g alone) for tokens c .. c+RN-1; r_end: the range's last
+// row + 1.
 template <int RN>
-void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) {
+void micro(const MatmulArgs& p, int64_t g, int64_t step, int64_t r_end, int64_t c) {
   const uint8_t* lo_group = p.w + g * p.w_stride;
-  const uint8_t* hi_group = pair ? lo_group + p.w_stride : lo_group;
+  const uint8_t* hi_group = lo_group + step * p.w_stride;
   const block_q8_K* a[RN];
   for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8_K*>(p.a + (c + j) * p.a_stride);
   __m512 acc[RN];
@@ -37,13 +38,13 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
   for (int64_t b = 0; b < p.k / QK_K; ++b) {
     const uint8_t* lo_sb = lo_group + b * kSuperBytes;
     const uint8_t* hi_sb = hi_group + b * kSuperBytes;
-    if constexpr (RN == 1) {  // decode: see prefetch_ahead (hi is lo again without a pair)
-      prefetch_ahead(lo_sb, kSuperBytes);
-      prefetch_ahead(hi_sb, kSuperBytes);
-    }
     __m512i isum[RN];
     for (int j = 0; j < RN; ++j) isum[j] = _mm512_setzero_si512();
     for (int k = 0; k < kSubBlocks / 2; ++k) {
+      if constexpr (RN == 1) {  // decode: an eighth of the super-block at a time, as the AVX2 kernel
+        prefetch_ahead(lo_sb + k * (kSuperBytes / 8), kSuperBytes / 8);
+        prefetch_ahead(hi_sb + k * (kSuperBytes / 8), kSuperBytes / 8);
+      }
       const __m512i pairs = scale_pairs(lo_sb, hi_sb, k);  // dword r: row r's (sc_2k, sc_2k+1)
       // the bias: -32 * (sc_2k * bsum_2k + sc_2k+1 * bsum_2k+1) per row (|32 sc| <= 4096)
       const __m512i bias_pairs = _mm512_slli_epi16(_mm512_sub_epi16(_mm512_setzero_si512(), pairs), 5);
@@ -71,8 +72,7 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
     for (int j = 0; j < RN; ++j)
       acc[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(a[j][b].d)), simd512::to_f32(isum[j]), acc[j]);
   }
-  const int64_t rows = r_end - g * kGroupRows;
-  for (int j = 0; j < RN; ++j) simd512::store_rows(p.y + (c + j) * p.y_stride + g * kGroupRows, acc[j], rows);
+  for (int j = 0; j < RN; ++j) store_group_pair(p.y + (c + j) * p.y_stride, acc[j], g, step, r_end);
 }
 
 }  // namespace
@@ -80,8 +80,8 @@ void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) 
 void tile_q6_k(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   constexpr int RN = 4;
   for_each_group_pair_tile<RN>(
-      r0, r1, c0, c1, [&](int64_t g, bool pair, int64_t c) { micro<RN>(p, g, pair, r1, c); },
-      [&](int64_t g, bool pair, int64_t c) { micro<1>(p, g, pair, r1, c); });
+      r0, r1, c0, c1, [&](int64_t g, int64_t step, int64_t c) { micro<RN>(p, g, step, r1, c); },
+      [&](int64_t g, int64_t step, int64_t c) { micro<1>(p, g, step, r1, c); });
 }
 
 }  // namespace ember::cpu::EMBER_AVX512_NS

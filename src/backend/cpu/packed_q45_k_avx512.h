@@ -108,11 +108,12 @@ struct Kernel {
   static constexpr size_t kSuperBytes = q45::kHeadBytes + Codes::kBytes;
   static_assert(kSuperBytes == kGroupRows * sizeof(typename Codes::Block), "the AVX2 kernel's groups");
 
-  // Groups g and (when pair) g+1 for tokens c .. c+RN-1; r_end: the range's last row + 1.
+  // Groups g and g + step (step 0: g alone) for tokens c .. c+RN-1; r_end: the range's last
+  // row + 1.
   template <int RN>
-  static void micro(const MatmulArgs& p, int64_t g, bool pair, int64_t r_end, int64_t c) {
+  static void micro(const MatmulArgs& p, int64_t g, int64_t step, int64_t r_end, int64_t c) {
     const uint8_t* lo_group = p.w + g * p.w_stride;
-    const uint8_t* hi_group = pair ? lo_group + p.w_stride : lo_group;
+    const uint8_t* hi_group = lo_group + step * p.w_stride;
     const block_q8_K* a[RN];
     for (int j = 0; j < RN; ++j) a[j] = reinterpret_cast<const block_q8_K*>(p.a + (c + j) * p.a_stride);
     __m512 acc[RN];
@@ -120,15 +121,15 @@ struct Kernel {
     for (int64_t b = 0; b < p.k / QK_K; ++b) {
       const uint8_t* lo_sb = lo_group + b * kSuperBytes;
       const uint8_t* hi_sb = hi_group + b * kSuperBytes;
-      if constexpr (RN == 1) {  // decode: see prefetch_ahead (hi is lo again without a pair)
-        prefetch_ahead(lo_sb, kSuperBytes);
-        prefetch_ahead(hi_sb, kSuperBytes);
-      }
       const RowScales16 scales(lo_sb + q45::kScaleOff, hi_sb + q45::kScaleOff);
       __m512i isum[RN];
       for (int j = 0; j < RN; ++j) isum[j] = _mm512_setzero_si512();
       // sp: a pair of sub-blocks, sharing its code bytes (each load feeds both).
       for (int sp = 0; sp < 4; ++sp) {
+        if constexpr (RN == 1) {  // decode: a quarter super-block at a time, as the AVX2 kernel
+          prefetch_ahead(lo_sb + sp * (kSuperBytes / 4), kSuperBytes / 4);
+          prefetch_ahead(hi_sb + sp * (kSuperBytes / 4), kSuperBytes / 4);
+        }
         __m512i dot_lo[RN], dot_hi[RN];
         for (int j = 0; j < RN; ++j) dot_lo[j] = dot_hi[j] = _mm512_setzero_si512();
 #pragma GCC unroll 8
@@ -156,15 +157,14 @@ struct Kernel {
         acc[j] = _mm512_fnmadd_ps(_mm512_mul_ps(dmin, da), m, acc[j]);
       }
     }
-    const int64_t rows = r_end - g * kGroupRows;
-    for (int j = 0; j < RN; ++j) simd512::store_rows(p.y + (c + j) * p.y_stride + g * kGroupRows, acc[j], rows);
+    for (int j = 0; j < RN; ++j) store_group_pair(p.y + (c + j) * p.y_stride, acc[j], g, step, r_end);
   }
 
   static void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     constexpr int RN = 4;
     for_each_group_pair_tile<RN>(
-        r0, r1, c0, c1, [&](int64_t g, bool pair, int64_t c) { micro<RN>(p, g, pair, r1, c); },
-        [&](int64_t g, bool pair, int64_t c) { micro<1>(p, g, pair, r1, c); });
+        r0, r1, c0, c1, [&](int64_t g, int64_t step, int64_t c) { micro<RN>(p, g, step, r1, c); },
+        [&](int64_t g, int64_t step, int64_t c) { micro<1>(p, g, step, r1, c); });
   }
 };
 
