@@ -98,9 +98,8 @@ template <int G, int RN>
               _mm256_maddubs_epi16(_mm256_sign_epi8(lo[i], lo[i]), _mm256_sign_epi8(a_lo, lo[i]));
           const __m256i p_hi =
               _mm256_maddubs_epi16(_mm256_sign_epi8(hi[i], hi[i]), _mm256_sign_epi8(a_hi, hi[i]));
-          // Saturating adds never saturate here (bound above) but keep the sum a running one.
-          s[i][j] = q == 0 ? p_lo : _mm256_adds_epi16(s[i][j], p_lo);
-          s[i][j] = _mm256_adds_epi16(s[i][j], p_hi);
+          s[i][j] = q == 0 ? p_lo : running_add_epi16(s[i][j], p_lo);
+          s[i][j] = running_add_epi16(s[i][j], p_hi);
         }
       }
     }

@@ -63,8 +63,7 @@ template <class F, int RN, int S = 1>
       // Each token's int16 sums take the maddubs products in order (low then high nibbles of
       // load 0, 1, ...). Loads outer, tokens inner: only one load's two code vectors are
       // live, so the four sums and four accumulators stay in the 16 registers (codes of all
-      // four loads at once spilled an accumulator every block). Saturating adds never
-      // saturate here (bounds above) but keep GCC from reassociating the sums into a tree.
+      // four loads at once spilled an accumulator every block). The int16 sums stay exact (bounds above).
       __m256i s16[RN], dot[RN];
       for (int q = 0; q < kCodeLoads; ++q) {
         const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + F::kCodes + 32 * q));
@@ -77,8 +76,8 @@ template <class F, int RN, int S = 1>
         for (int j = 0; j < RN; ++j) {
           const int8_t* qs = a[j][b].qs;
           const __m256i p_lo = _mm256_maddubs_epi16(lo, broadcast4(qs + 4 * q));
-          s16[j] = q % kLoadsPerMadd == 0 ? p_lo : _mm256_adds_epi16(s16[j], p_lo);
-          s16[j] = _mm256_adds_epi16(s16[j], _mm256_maddubs_epi16(hi, broadcast4(qs + 16 + 4 * q)));
+          s16[j] = q % kLoadsPerMadd == 0 ? p_lo : running_add_epi16(s16[j], p_lo);
+          s16[j] = running_add_epi16(s16[j], _mm256_maddubs_epi16(hi, broadcast4(qs + 16 + 4 * q)));
           if (q % kLoadsPerMadd == kLoadsPerMadd - 1) {
             const __m256i part = _mm256_madd_epi16(s16[j], ones);
             dot[j] = q == kLoadsPerMadd - 1 ? part : _mm256_add_epi32(dot[j], part);

@@ -171,17 +171,14 @@ struct Kernel {
           for (int i = 0; i < S; ++i) {
             __m256i lo[RN], hi[RN];
             for (int j = 0; j < RN; ++j) lo[j] = hi[j] = _mm256_setzero_si256();
-            // Saturating adds, though the sums never saturate (kLoadsPerSum): GCC reassociates
-            // plain vector adds into a tree that keeps every maddubs result alive (spilling
-            // them to the stack: ~15% slower), but leaves these in order.
 #pragma GCC unroll 8
             for (int q = q0; q < q0 + Codes::kLoadsPerSum; ++q) {
               __m256i ulo, uhi;
               Codes::unpack(sb[i] + kHeadBytes, pair, q, ulo, uhi);
               for (int j = 0; j < RN; ++j) {
                 const int8_t* act = a[j][b].qs + 64 * pair + 4 * q;
-                lo[j] = _mm256_adds_epi16(lo[j], _mm256_maddubs_epi16(ulo, _mm256_set1_epi32(load_i32(act))));
-                hi[j] = _mm256_adds_epi16(hi[j], _mm256_maddubs_epi16(uhi, _mm256_set1_epi32(load_i32(act + 32))));
+                lo[j] = running_add_epi16(lo[j], _mm256_maddubs_epi16(ulo, _mm256_set1_epi32(load_i32(act))));
+                hi[j] = running_add_epi16(hi[j], _mm256_maddubs_epi16(uhi, _mm256_set1_epi32(load_i32(act + 32))));
               }
             }
             for (int j = 0; j < RN; ++j)
