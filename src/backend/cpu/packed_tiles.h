@@ -129,8 +129,8 @@ static inline void prefetch_ahead(const uint8_t* p, size_t bytes, size_t distanc
 
 // One step of a running int16 sum of maddubs products: a wrapping add (every caller's bound
 // keeps the sums exact). Not vpaddsw, though it never saturates here either: on Zen 3 it
-// issues on only two of the four vector pipes, the two maddubs needs, where vpaddw takes any
-// of the four (measured: 1.0 against 1.5 maddubs + add pairs per cycle). The empty asm keeps
+// competes with maddubs for two of the four vector pipes, where vpaddw takes any of them
+// (measured: 1.0 against 1.5 maddubs + add pairs per cycle). The empty asm keeps
 // the sum a running one: GCC otherwise reassociates the adds into a tree that keeps every
 // product alive and spills them (~15% slower prefill). static, as below.
 static inline __m256i running_add_epi16(__m256i sum, __m256i x) {
