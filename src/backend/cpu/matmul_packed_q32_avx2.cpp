@@ -63,7 +63,8 @@ template <class F, int RN, int S = 1>
       // Each token's int16 sums take the maddubs products in order (low then high nibbles of
       // load 0, 1, ...). Loads outer, tokens inner: only one load's two code vectors are
       // live, so the four sums and four accumulators stay in the 16 registers (codes of all
-      // four loads at once spilled an accumulator every block). The int16 sums stay exact (bounds above).
+      // four loads at once spilled an accumulator every block). The int16 sums stay exact
+      // (bounds above).
       __m256i s16[RN], dot[RN];
       for (int q = 0; q < kCodeLoads; ++q) {
         const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + F::kCodes + 32 * q));
