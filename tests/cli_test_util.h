@@ -6,10 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "convert_test_util.h"
@@ -34,8 +37,10 @@ inline int decode_wait_status(int status) {
   return -1;
 }
 
-// Runs EMBER_BINARY with `args`, feeding `input` on stdin (a file, so not a terminal).
-inline ProcessResult run_ember(const std::vector<std::string>& args, const std::string& input = {}) {
+// Runs EMBER_BINARY with `args`, feeding `input` on stdin (a file, so not a terminal). With
+// a `limit`, a child still running after it is killed (exit_code 128 + SIGKILL).
+inline ProcessResult run_ember(const std::vector<std::string>& args, const std::string& input = {},
+                               std::chrono::milliseconds limit = std::chrono::milliseconds::zero()) {
   static TempDir io("cli-io");
   static int n = 0;
   const std::string base = io.file(std::to_string(n++));
@@ -53,7 +58,15 @@ inline ProcessResult run_ember(const std::vector<std::string>& args, const std::
     ::_exit(127);
   }
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  if (limit > std::chrono::milliseconds::zero()) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) ::kill(pid, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  } else {
+    ::waitpid(pid, &status, 0);
+  }
   return {decode_wait_status(status), slurp(base + ".out"), slurp(base + ".err")};
 }
 

@@ -129,6 +129,17 @@ TEST_CASE("without --metrics-compat there are no vLLM names; a bad value is refu
   CHECK(bad.err.find("--metrics-compat 'sglang' must be vllm or none") != std::string::npos);
 }
 
+TEST_CASE("a model that fails to load is one line and an exit, also when it fails before the listener runs") {
+  // The load can fail before the listening thread reaches its accept loop, where httplib's
+  // stop() did nothing: about one start in two then listened forever.
+  for (int i = 0; i < 12; ++i) {
+    const ProcessResult r = run_ember({"serve", "-m", "/nonexistent/model.gguf", "--port", "0"}, {}, std::chrono::seconds(20));
+    REQUIRE(r.exit_code != 128 + SIGKILL);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("/nonexistent/model.gguf") != std::string::npos);
+  }
+}
+
 TEST_CASE("--metrics-no-auth opens /metrics only; without it /metrics needs the key") {
   ServerProcess open({"-t", "1", "-m", aidreams_gguf(), "-np", "1", "-c", "128", "--api-key", "k", "--metrics-no-auth"});
   CHECK(open.client().Get("/metrics")->status == 200);

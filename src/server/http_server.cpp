@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <semaphore>
+#include <thread>
 
 #include "server/agent_handlers.h"
 #include "server/api_error.h"
@@ -96,7 +97,10 @@ int HttpServer::bind() {
   return port;
 }
 
-void HttpServer::listen() { http_->listen_after_bind(); }
+void HttpServer::listen() {
+  http_->listen_after_bind();
+  listen_returned_ = true;
+}
 
 void HttpServer::attach(const ServedModel& model) {
   model_ = model;
@@ -107,7 +111,12 @@ void HttpServer::start_draining() { draining_ = true; }
 
 bool HttpServer::wait_for_responses(std::chrono::milliseconds timeout) { return in_flight_.wait_until_none(timeout); }
 
-void HttpServer::stop() { http_->stop(); }
+// httplib's stop() does nothing until the listening thread is in its accept loop: a model
+// that fails to load at once would otherwise leave that thread listening forever.
+void HttpServer::stop() {
+  while (!http_->is_running() && !listen_returned_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->stop();
+}
 
 // Bearer (OpenAI's clients) or x-api-key (Anthropic's).
 bool HttpServer::authorized(const httplib::Request& req) const {

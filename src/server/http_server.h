@@ -39,7 +39,7 @@ class HttpServer {
   ~HttpServer();
 
   int bind();      // throws Error(Io) naming the address; returns the port
-  void listen();   // blocks until stop()
+  void listen();   // blocks until stop(), called before or after listen() starts
   void attach(const ServedModel& model);  // from now on requests reach the engine
   void start_draining();                  // new generation requests get 503, /health 503
   // After the engine finished its sequences: waits until every answer is written (drain.h).
@@ -56,7 +56,7 @@ class HttpServer {
   ServerMetrics& metrics_;
   std::unique_ptr<httplib::Server> http_;
   ServedModel model_;
-  std::atomic<bool> ready_{false}, draining_{false};
+  std::atomic<bool> ready_{false}, draining_{false}, listen_returned_{false};
   InFlightRequests in_flight_;
 };
 
