@@ -97,10 +97,7 @@ template <int G, int RN>
         const __m256i av = _mm256_set1_epi32(load_i32(a[j][b].qs + 4 * q));
         for (int i = 0; i < G; ++i) {
           const __m256i pairs = _mm256_maddubs_epi16(uw[i], _mm256_sign_epi8(av, w[i]));
-          dot[i][j] = _mm256_add_epi32(dot[i][j], _mm256_madd_epi16(pairs, ones));
-          // Keeps the sum a running one: left free, GCC reassociates the block's products
-          // into an add tree and spills them to the stack (~5% slower prefill).
-          __asm__("" : "+x"(dot[i][j]));
+          dot[i][j] = running_add_epi32(dot[i][j], _mm256_madd_epi16(pairs, ones));
         }
       }
     }

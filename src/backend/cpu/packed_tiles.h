@@ -139,6 +139,13 @@ static inline __m256i running_add_epi16(__m256i sum, __m256i x) {
   return sum;
 }
 
+// The same for int32 sums, as the add instruction itself: with an empty asm after an
+// intrinsic add GCC wrote each sum to a new register and copied it back (a vmovdqa per add).
+static inline __m256i running_add_epi32(__m256i sum, __m256i x) {
+  __asm__("vpaddd %1, %0, %0" : "+x"(sum) : "x"(x));
+  return sum;
+}
+
 // Stores a group's outputs for one token, held one row per f32 lane: `rows_left` rows
 // remain from the group's first (a short last group stores only those). static: each
 // AVX2 file keeps its own copy, so none can be picked for code built without AVX2.
