@@ -323,3 +323,16 @@ TEST_CASE("ember bench -np prints a row per concurrency and the static-vs-contin
   CHECK(ember_test::run_ember("bench -m '" + model + "' -np 0 -p 8 -n 4").exit_code == 2);
   CHECK(ember_test::run_ember("bench -m '" + model + "' -np 2,x -p 8 -n 4").exit_code == 2);
 }
+
+TEST_CASE("ember bench -np --no-workloads prints the concurrency rows only; alone it is refused") {
+  const std::string model = ember_test::aidreams_gguf();
+  REQUIRE(!model.empty());
+  const auto r = ember_test::run_ember("bench -m '" + model + "' -np 1,2 -p 8 -n 4 -r 1 -t 1 --no-workloads");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("\n| 2 | 8 | 4 | ") != std::string::npos);
+  CHECK(r.out.find("workload:") == std::string::npos);
+  const auto alone = ember_test::run_ember("bench -m '" + model + "' -p 8 -n 4 --no-workloads");
+  CHECK(alone.exit_code == 2);
+  CHECK(alone.err.find("--no-workloads") != std::string::npos);
+}

@@ -56,6 +56,7 @@ struct BenchArgs {
   DraftOptions draft;       // --draft / --draft-ngram: the speculative rows
   std::string prompt_file;  // -f: their prompt
   std::string parallel;     // -np 1,4,8,16: the concurrency table instead (eval/bench_batched.h)
+  bool no_workloads = false;  // -np without the static-against-continuous rows
 };
 
 std::vector<int> parse_parallel_list(const std::string& list) {
@@ -152,9 +153,12 @@ void check_bench_args(const BenchArgs& a) {
   if (!a.prompt_file.empty() && !a.draft.enabled())
     fail(ErrorKind::InvalidArgument, "-f {}: the prompt file is for the speculative rows (--draft/--draft-ngram)",
          a.prompt_file);
+  if (a.no_workloads && a.parallel.empty())
+    fail(ErrorKind::InvalidArgument, "--no-workloads skips rows of -np: give -np too");
 }
 
-// -np: batched decoding at each sequence count, then the static-against-continuous workloads.
+// -np: batched decoding at each sequence count, then (unless --no-workloads) the
+// static-against-continuous workloads.
 int run_parallel_bench(const BenchArgs& a, const Model& model, ThreadPool& pool, const ContextOptions& co,
                        int n_threads) {
   if (a.n_prompt < 1 || a.n_gen < 1) fail(ErrorKind::InvalidArgument, "-np needs -p and -n of at least 1");
@@ -166,6 +170,7 @@ int run_parallel_bench(const BenchArgs& a, const Model& model, ThreadPool& pool,
   }
   std::vector<eval::WorkloadRow> workloads;
   for (const eval::LengthMix mix : {eval::LengthMix::Uniform, eval::LengthMix::LongTail}) {
+    if (a.no_workloads) break;
     fmt::print(stderr, "bench: workload of {} lengths, static against continuous batching\n",
                eval::length_mix_name(mix));
     workloads.push_back(eval::run_workload(model, pool, co, rows.back().n_seq, a.n_prompt, a.n_gen, mix, 99));
@@ -268,6 +273,8 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--parallel", args->parallel,
                   "-np 1,4,8,16: aggregate decode t/s and inter-token latency at each concurrency (-p, -n per "
                   "sequence), and static against continuous batching");
+  cmd->add_flag("--no-workloads", args->no_workloads,
+                "with -np: skip the static-against-continuous workloads (minutes on a small CPU)");
   cmd->add_option("-d,--n-depth", args->n_depth, "tokens in the KV cache before each test")->capture_default_str();
   cmd->add_option("-b,--batch-size", args->n_batch, "tokens per decode call")->capture_default_str();
   cmd->add_option("--ubatch-size", args->n_ubatch, "tokens per forward pass")->capture_default_str();
