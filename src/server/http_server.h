@@ -39,12 +39,12 @@ class HttpServer {
   ~HttpServer();
 
   int bind();      // throws Error(Io) naming the address; returns the port
-  void listen();   // blocks until stop(), called before or after listen() starts
+  void listen();   // blocks until stop()
   void attach(const ServedModel& model);  // from now on requests reach the engine
   void start_draining();                  // new generation requests get 503, /health 503
   // After the engine finished its sequences: waits until every answer is written (drain.h).
   bool wait_for_responses(std::chrono::milliseconds timeout);
-  void stop();
+  void stop();  // ends listen(), whether it has started yet or not (it must be on its way)
 
  private:
   void routes();
