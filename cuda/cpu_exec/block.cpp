@@ -44,7 +44,9 @@ Block::Block(dim3 block_dim, Order order, uint64_t seed)
       rng_(seed),
       fibers_(fiber_pool(static_cast<size_t>(n_threads_))),
       threads_(static_cast<size_t>(n_threads_)),
-      open_(static_cast<size_t>((n_threads_ + kWarpLanes - 1) / kWarpLanes)) {}
+      open_(static_cast<size_t>((n_threads_ + kWarpLanes - 1) / kWarpLanes)),
+      exited_lanes_(open_.size()),
+      barrier_lanes_(open_.size()) {}
 
 Block::~Block() = default;
 
@@ -64,11 +66,15 @@ void Block::run(const std::function<void()>& body) {
   failure_ = nullptr;
   exited_ = barrier_arrived_ = 0;
   ready_.clear();
+  for (auto& ex : exchanges_) spare_exchanges_.push_back(std::move(ex));
   exchanges_.clear();
   for (auto& warp : open_) warp.clear();
+  std::fill(exited_lanes_.begin(), exited_lanes_.end(), 0u);
+  std::fill(barrier_lanes_.begin(), barrier_lanes_.end(), 0u);
   for (int t = 0; t < n_threads_; ++t) {
     threads_[static_cast<size_t>(t)] = Thread{};
-    fibers_[static_cast<size_t>(t)]->reset(&Block::fiber_main);
+    Fiber& fiber = *fibers_[static_cast<size_t>(t)];
+    if (!fiber.parked()) fiber.reset(&Block::fiber_main);
     ready_.push_back(t);
   }
   while (exited_ < n_threads_) {
@@ -88,18 +94,22 @@ void Block::run(const std::function<void()>& body) {
   current_ = -1;
 }
 
-// A fiber's whole life: the kernel body, the exit checks, then back to the scheduler for good.
-// An exception cannot cross a fiber's bottom frame, so it is carried to run() instead.
+// A fiber's life: the kernel body and the exit checks, once per block it runs, parked between
+// blocks (a fresh start costs two system calls, for the signal mask). A fiber that a failed
+// launch left waiting is started afresh by the next run(). An exception cannot cross a
+// fiber's bottom frame, so it is carried to run() instead.
 void Block::fiber_main() {
-  Block& b = *tl_block;
-  Fiber::started(b.scheduler_);
-  try {
-    (*b.body_)();
-    b.thread_exits();
-  } catch (...) {
-    b.failure_ = std::current_exception();
+  Fiber::started(tl_block->scheduler_);
+  for (;;) {
+    Block& b = *tl_block;  // the block of this round: a parked fiber wakes in the next launch
+    try {
+      (*b.body_)();
+      b.thread_exits();
+    } catch (...) {
+      b.failure_ = std::current_exception();
+    }
+    b.fibers_[static_cast<size_t>(b.current_)]->park(b.scheduler_);
   }
-  b.fibers_[static_cast<size_t>(b.current_)]->finish(b.scheduler_);
 }
 
 void Block::thread_exits() {
@@ -111,6 +121,7 @@ void Block::thread_exits() {
       fail_here(fmt::format("returns while lanes {:#010x} wait for it in {} at {}", ex->arrived, ex->op,
                             site_name(ex->where)));
   threads_[static_cast<size_t>(current_)].state = State::Exited;
+  exited_lanes_[static_cast<size_t>(current_ / kWarpLanes)] |= 1u << lane();
   ++exited_;
 }
 
@@ -146,8 +157,10 @@ void Block::sync_threads(SourceSite where) {
                           site_name(where), barrier_arrived_, site_name(barrier_site_)));
   }
   threads_[static_cast<size_t>(current_)] = Thread{State::AtBarrier, where, "__syncthreads"};
+  barrier_lanes_[static_cast<size_t>(current_ / kWarpLanes)] |= 1u << lane();
   if (++barrier_arrived_ == n_threads_) {
     barrier_arrived_ = 0;
+    std::fill(barrier_lanes_.begin(), barrier_lanes_.end(), 0u);
     for (int t = 0; t < n_threads_; ++t) make_ready(t);  // in index order, the last arriver too
   }
   wait();
@@ -170,7 +183,10 @@ const Exchange& Block::exchange(const char* op, uint32_t mask, int width, const 
 
 void Block::done_reading(const Exchange& ex) {
   const auto it = std::find_if(exchanges_.begin(), exchanges_.end(), [&](const auto& p) { return p.get() == &ex; });
-  if (--(*it)->unread == 0) exchanges_.erase(it);
+  if (--(*it)->unread == 0) {
+    spare_exchanges_.push_back(std::move(*it));
+    exchanges_.erase(it);
+  }
 }
 
 // A collective may only wait for lanes that exist and can still arrive.
@@ -181,16 +197,16 @@ void Block::check_joinable(uint32_t mask, const char* op, SourceSite where) cons
   if (mask & ~present)
     fail_here(fmt::format("calls {} at {} with mask {:#010x}, but its warp has only lanes {:#010x}", op,
                           site_name(where), mask, present));
-  for (int l = 0; l < kWarpLanes; ++l) {
-    if (!(mask & (1u << l))) continue;
-    const Thread& other = threads_[static_cast<size_t>(warp * kWarpLanes + l)];
-    if (other.state == State::Exited)
-      fail_here(
-          fmt::format("calls {} at {} with mask {:#010x}, but lane {} has returned", op, site_name(where), mask, l));
-    if (other.state == State::AtBarrier)
-      fail_here(fmt::format("calls {} at {} with mask {:#010x}, but lane {} waits at __syncthreads at {}", op,
-                            site_name(where), mask, l, site_name(other.where)));
-  }
+  // The lowest such lane is named; the per-warp masks keep this O(1) per call (it runs for
+  // every lane of every collective).
+  const uint32_t stuck = mask & (exited_lanes_[static_cast<size_t>(warp)] | barrier_lanes_[static_cast<size_t>(warp)]);
+  if (stuck == 0) return;
+  const int l = std::countr_zero(stuck);
+  const Thread& other = threads_[static_cast<size_t>(warp * kWarpLanes + l)];
+  if (other.state == State::Exited)
+    fail_here(fmt::format("calls {} at {} with mask {:#010x}, but lane {} has returned", op, site_name(where), mask, l));
+  fail_here(fmt::format("calls {} at {} with mask {:#010x}, but lane {} waits at __syncthreads at {}", op,
+                        site_name(where), mask, l, site_name(other.where)));
 }
 
 // The collective this lane joins: the open one over the same lanes, or a new one. Lanes of
@@ -200,14 +216,22 @@ Exchange& Block::open_exchange(const char* op, uint32_t mask, int width, SourceS
   auto& open = open_[static_cast<size_t>(current_ / kWarpLanes)];
   for (Exchange* ex : open) {
     if (!(ex->mask & mask)) continue;
-    if (ex->mask != mask || std::strcmp(ex->op, op) != 0 || ex->width != width)
+    if (ex->mask != mask || (ex->op != op && std::strcmp(ex->op, op) != 0) || ex->width != width)
       fail_here(fmt::format(
           "calls {}(mask {:#010x}, width {}) at {} while lanes {:#010x} wait in {}(mask {:#010x}, "
           "width {}) at {} (divergent warp collective)",
           op, mask, width, site_name(where), ex->arrived, ex->op, ex->mask, ex->width, site_name(ex->where)));
     return *ex;
   }
-  Exchange& ex = *exchanges_.emplace_back(std::make_unique<Exchange>());
+  // A spare one from an earlier collective of this launch, if any, cleared as a new one.
+  if (spare_exchanges_.empty()) {
+    exchanges_.push_back(std::make_unique<Exchange>());
+  } else {
+    exchanges_.push_back(std::move(spare_exchanges_.back()));
+    spare_exchanges_.pop_back();
+    *exchanges_.back() = Exchange{};
+  }
+  Exchange& ex = *exchanges_.back();
   ex.op = op;
   ex.mask = mask;
   ex.width = width;

@@ -96,7 +96,9 @@ class Block {
   // The block owns every exchange, not the fibers: a failed launch drops its fibers
   // without unwinding them.
   std::vector<std::unique_ptr<Exchange>> exchanges_;  // open or not yet read by all
+  std::vector<std::unique_ptr<Exchange>> spare_exchanges_;  // read by all, to reuse
   std::vector<std::vector<Exchange*>> open_;          // per warp
+  std::vector<uint32_t> exited_lanes_, barrier_lanes_;  // per warp: lanes returned, lanes at __syncthreads
   int current_ = -1;
   int exited_ = 0;
   int barrier_arrived_ = 0;
