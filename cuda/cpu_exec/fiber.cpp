@@ -86,6 +86,7 @@ void Fiber::park(Context& to) {
 
 #if defined(EMBER_CPU_EXEC_ASAN)
 void Fiber::resume(Context& from) {
+  resumer_ = &from;
   start_switch(&from.fake_stack, ctx_);
   swapcontext(&from.uc, &ctx_.uc);
   finish_switch(from, nullptr);
@@ -94,7 +95,7 @@ void Fiber::resume(Context& from) {
 void Fiber::suspend(Context& to) {
   start_switch(&ctx_.fake_stack, to);
   swapcontext(&ctx_.uc, &to.uc);
-  finish_switch(ctx_, nullptr);
+  finish_switch(ctx_, resumer_);  // the scheduler may differ from the one it left
 }
 
 #else

@@ -51,6 +51,7 @@ class Fiber {
  private:
   void* mapping_ = nullptr;
   Context ctx_;
+  Context* resumer_ = nullptr;  // AddressSanitizer: told the bounds of the resuming stack
   bool fresh_ = true;  // reset() since the last resume(): start from ctx_.uc
   bool parked_ = false;
 };
