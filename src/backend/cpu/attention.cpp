@@ -243,125 +243,167 @@ int heads_per_item(int n_head_kv, int head_dim) {
   return h;
 }
 
-void run_item(Plan& plan, int64_t item, Scratch& sc) {
-  const AttentionParams& p = *plan.p;
-  const KVView& kv = *plan.kv;
-  const attn::Kernels& kern = *plan.kern;
-  const int d = p.head_dim;
-  const int64_t per_split = plan.split_items ? plan.splits : 1;
-  const int split_first = plan.split_items ? static_cast<int>(item % plan.splits) : 0;
-  const int split_last = plan.split_items ? split_first + 1 : plan.splits;
-  const int64_t qtile = item / per_split % plan.n_qtiles;
-  const int g0 = static_cast<int>(item / per_split / plan.n_qtiles) * plan.heads_kv;  // first KV head
-  const int64_t t0 = qtile * plan.tokens;
-  const int nt = static_cast<int>(std::min<int64_t>(plan.tokens, plan.q->rows - t0));
-  // Rows are KV-head major so each KV head's rows form one block of nt * group:
-  // row r = (gi * nt + ti) * group + hi is token t0 + ti, query head (g0 + gi) * group + hi.
-  const int rows_per_kv = nt * plan.group;
-  const int rows = rows_per_kv * plan.heads_kv;
-  auto token_of = [&](int r) { return t0 + r / plan.group % nt; };
-  auto head_of = [&](int r) { return (g0 + r / rows_per_kv) * plan.group + r % plan.group; };
-  sc.reserve(rows, d, plan.heads_kv, QK8_0);
-
-  int32_t q_min = std::numeric_limits<int32_t>::max(), q_max = std::numeric_limits<int32_t>::min();
-  for (int r = 0; r < rows; ++r) {
-    const int64_t t = token_of(r);
-    const int h = head_of(r);
-    const float* src = reinterpret_cast<const float*>(plan.q->row(t)) + static_cast<int64_t>(h) * d;
-    for (int x = 0; x < d; ++x) sc.q[static_cast<size_t>(r) * d + x] = src[x] * p.scale;
-    sc.q_pos[r] = plan.q_pos[t];
-    q_min = std::min(q_min, plan.q_pos[t]);
-    q_max = std::max(q_max, plan.q_pos[t]);
+// One work item (see the top of this file): its rows' queries, its key tiles split by split,
+// then its rows' outputs, or its split's partials. Rows are KV-head major so that each KV
+// head's rows form one block of nt * group: row r = (gi * nt + ti) * group + hi is token
+// t0 + ti, query head (g0 + gi) * group + hi.
+class ItemRun {
+ public:
+  ItemRun(Plan& plan, int64_t item, Scratch& sc)
+      : plan_(plan), p_(*plan.p), kv_(*plan.kv), kern_(*plan.kern), sc_(sc), d_(p_.head_dim) {
+    const int64_t per_split = plan.split_items ? plan.splits : 1;
+    split_first_ = plan.split_items ? static_cast<int>(item % plan.splits) : 0;
+    split_last_ = plan.split_items ? split_first_ + 1 : plan.splits;
+    const int64_t qtile = item / per_split % plan.n_qtiles;
+    g0_ = static_cast<int>(item / per_split / plan.n_qtiles) * plan.heads_kv;  // first KV head
+    t0_ = qtile * plan.tokens;
+    nt_ = static_cast<int>(std::min<int64_t>(plan.tokens, plan.q->rows - t0_));
+    rows_per_kv_ = nt_ * plan.group;
+    rows_ = rows_per_kv_ * plan.heads_kv;
+    head_begin_ = static_cast<int64_t>(g0_) * d_;
+    run_ = static_cast<int64_t>(plan.heads_kv) * d_;  // elements of each row this item reads
+    tr_.d = d_;  // the fields every tile and block share; compute_tile sets the rest
+    tr_.window = p_.window;
+    tr_.softcap = p_.softcap;
+    // Rows as lanes of a block, or one at a time for small groups (kMinLaneGroup).
+    const bool lanes = plan.group >= attn::kMinLaneGroup;
+    block_ = lanes ? kLanes : 1;
+    tile_ = lanes ? kern_.tile_rows : kern_.tile_row;
+    sc.reserve(rows_, d_, plan.heads_kv, QK8_0);
   }
-  std::fill_n(sc.total_acc.begin(), static_cast<size_t>(rows) * d, 0.0f);
-  std::fill_n(sc.total_m.begin(), rows, -std::numeric_limits<float>::infinity());
-  std::fill_n(sc.total_l.begin(), rows, 0.0f);
 
-  // Split boundaries fall on the sequence's tile numbers, not the view's (tile_origin).
-  const int64_t s0 = plan.tile_origin / kSplitTiles;
-  const int64_t tile_begin = std::max<int64_t>(0, (s0 + split_first) * kSplitTiles - plan.tile_origin);
-  const int64_t tile_end = std::min(plan.extent, (s0 + split_last) * kSplitTiles - plan.tile_origin);
-  const int64_t head_begin = static_cast<int64_t>(g0) * d;
-  const int64_t run = static_cast<int64_t>(plan.heads_kv) * d;  // elements of each row this item reads
-  auto tile_keys = [&](int64_t kt) { return static_cast<int>(std::min<int64_t>(kKeyTile, kv.n_slots - kt * kKeyTile)); };
-  auto tile_row = [&](int64_t kt) { return kv.row_of(kt * kKeyTile); };  // a tile never straddles blocks
-  auto wanted = [&](int64_t kt) {
-    const KeyTileSpan& span = plan.spans[kt];
-    if (span.max_pos < 0 || span.min_pos > q_max) return false;
-    return p.window <= 0 || static_cast<int64_t>(q_min) - span.max_pos < p.window;
-  };
-  auto reset_split = [&] {
-    std::fill_n(sc.acc.begin(), static_cast<size_t>(rows) * d, 0.0f);
-    std::fill_n(sc.m.begin(), rows + kLanes, -std::numeric_limits<float>::infinity());
-    std::fill_n(sc.l.begin(), rows + kLanes, 0.0f);
-  };
-  auto fold_rows = [&] {
-    for (int r = 0; r < rows; ++r)
-      fold_split(sc.total_m[r], sc.total_l[r], sc.total_acc.data() + static_cast<size_t>(r) * d, sc.m[r], sc.l[r],
-                 sc.acc.data() + static_cast<size_t>(r) * d, d);
-  };
-  attn::TileRows tr{};  // the fields every tile and block share; the loops set the rest
-  tr.d = d;
-  tr.window = p.window;
-  tr.softcap = p.softcap;
-  // Rows as lanes of a block, or one at a time for small groups (kMinLaneGroup).
-  const bool lanes = plan.group >= attn::kMinLaneGroup;
-  const int block = lanes ? kLanes : 1;
-  const auto tile = lanes ? kern.tile_rows : kern.tile_row;
-  if (tile_begin < tile_end && wanted(tile_begin))
-    prefetch_tile(kv, tile_row(tile_begin), tile_keys(tile_begin), head_begin, run);
-  reset_split();
-  for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
-    if (kt > tile_begin && (kt + plan.tile_origin) % kSplitTiles == 0) {  // a split ends: fold it, start the next
-      fold_rows();
-      reset_split();
+  void run() {
+    load_queries();
+    // Split boundaries fall on the sequence's tile numbers, not the view's (tile_origin).
+    const int64_t s0 = plan_.tile_origin / kSplitTiles;
+    const int64_t tile_begin = std::max<int64_t>(0, (s0 + split_first_) * kSplitTiles - plan_.tile_origin);
+    const int64_t tile_end = std::min(plan_.extent, (s0 + split_last_) * kSplitTiles - plan_.tile_origin);
+    if (tile_begin < tile_end && wanted(tile_begin)) prefetch(tile_begin);
+    reset_split();
+    for (int64_t kt = tile_begin; kt < tile_end; ++kt) {
+      if (kt > tile_begin && (kt + plan_.tile_origin) % kSplitTiles == 0) {  // a split ends: fold it, start the next
+        fold_rows();
+        reset_split();
+      }
+      if (!wanted(kt)) continue;
+      if (kt + 1 < tile_end && wanted(kt + 1)) prefetch(kt + 1);
+      compute_tile(kt);
     }
-    if (!wanted(kt)) continue;
-    if (kt + 1 < tile_end && wanted(kt + 1)) prefetch_tile(kv, tile_row(kt + 1), tile_keys(kt + 1), head_begin, run);
-    const KeyTileSpan& span = plan.spans[kt];
+    finish_rows();
+  }
+
+ private:
+  int64_t token_of(int r) const { return t0_ + r / plan_.group % nt_; }
+  int head_of(int r) const { return (g0_ + r / rows_per_kv_) * plan_.group + r % plan_.group; }
+  int tile_keys(int64_t kt) const {
+    return static_cast<int>(std::min<int64_t>(kKeyTile, kv_.n_slots - kt * kKeyTile));
+  }
+  int64_t tile_row(int64_t kt) const { return kv_.row_of(kt * kKeyTile); }  // a tile never straddles blocks
+  void prefetch(int64_t kt) const { prefetch_tile(kv_, tile_row(kt), tile_keys(kt), head_begin_, run_); }
+  bool wanted(int64_t kt) const {
+    const KeyTileSpan& span = plan_.spans[kt];
+    if (span.max_pos < 0 || span.min_pos > q_max_) return false;
+    return p_.window <= 0 || static_cast<int64_t>(q_min_) - span.max_pos < p_.window;
+  }
+
+  // The rows' queries, scaled, with their positions; every row's totals emptied.
+  void load_queries() {
+    q_min_ = std::numeric_limits<int32_t>::max();
+    q_max_ = std::numeric_limits<int32_t>::min();
+    for (int r = 0; r < rows_; ++r) {
+      const int64_t t = token_of(r);
+      const int h = head_of(r);
+      const float* src = reinterpret_cast<const float*>(plan_.q->row(t)) + static_cast<int64_t>(h) * d_;
+      for (int x = 0; x < d_; ++x) sc_.q[static_cast<size_t>(r) * d_ + x] = src[x] * p_.scale;
+      sc_.q_pos[r] = plan_.q_pos[t];
+      q_min_ = std::min(q_min_, plan_.q_pos[t]);
+      q_max_ = std::max(q_max_, plan_.q_pos[t]);
+    }
+    std::fill_n(sc_.total_acc.begin(), static_cast<size_t>(rows_) * d_, 0.0f);
+    std::fill_n(sc_.total_m.begin(), rows_, -std::numeric_limits<float>::infinity());
+    std::fill_n(sc_.total_l.begin(), rows_, 0.0f);
+  }
+
+  void reset_split() {
+    std::fill_n(sc_.acc.begin(), static_cast<size_t>(rows_) * d_, 0.0f);
+    std::fill_n(sc_.m.begin(), rows_ + kLanes, -std::numeric_limits<float>::infinity());
+    std::fill_n(sc_.l.begin(), rows_ + kLanes, 0.0f);
+  }
+
+  void fold_rows() {
+    for (int r = 0; r < rows_; ++r)
+      fold_split(sc_.total_m[r], sc_.total_l[r], sc_.total_acc.data() + static_cast<size_t>(r) * d_, sc_.m[r],
+                 sc_.l[r], sc_.acc.data() + static_cast<size_t>(r) * d_, d_);
+  }
+
+  // Key tile kt decoded to f32, then every block of rows of each KV head through it.
+  void compute_tile(int64_t kt) {
+    const KeyTileSpan& span = plan_.spans[kt];
     const int64_t row0 = tile_row(kt);
     const int nk = tile_keys(kt);
-    decode_tile(kern, kv.k_type, static_cast<const uint8_t*>(kv.k) + row0 * kv.k_row_bytes, kv.k_row_bytes, nk,
-                head_begin, plan.heads_kv, d, sc.k.data(), sc.segment.data(), sc.k_rows.data());
-    decode_tile(kern, kv.v_type, static_cast<const uint8_t*>(kv.v) + row0 * kv.v_row_bytes, kv.v_row_bytes, nk,
-                head_begin, plan.heads_kv, d, sc.v.data(), sc.segment.data(), sc.v_rows.data());
-
-    tr.k_pos = kv.slot_pos + row0;
-    tr.nk = nk;
-    tr.all_visible = span.all_filled && span.max_pos <= q_min &&
-                     (p.window <= 0 || static_cast<int64_t>(q_max) - span.min_pos < p.window);
-    for (int gi = 0; gi < plan.heads_kv; ++gi) {
-      tr.k = sc.k_rows.data() + gi * kKeyTile;
-      tr.v = sc.v_rows.data() + gi * kKeyTile;
-      for (int b = 0; b < rows_per_kv; b += block) {
-        const int r0 = gi * rows_per_kv + b;
-        tr.q = sc.q.data() + static_cast<size_t>(r0) * d;
-        tr.q_pos = sc.q_pos.data() + r0;
-        tr.n_rows = std::min(block, rows_per_kv - b);
-        tr.m = sc.m.data() + r0;
-        tr.l = sc.l.data() + r0;
-        tr.acc = sc.acc.data() + static_cast<size_t>(r0) * d;
-        tile(tr);
+    decode_tile(kern_, kv_.k_type, static_cast<const uint8_t*>(kv_.k) + row0 * kv_.k_row_bytes, kv_.k_row_bytes, nk,
+                head_begin_, plan_.heads_kv, d_, sc_.k.data(), sc_.segment.data(), sc_.k_rows.data());
+    decode_tile(kern_, kv_.v_type, static_cast<const uint8_t*>(kv_.v) + row0 * kv_.v_row_bytes, kv_.v_row_bytes, nk,
+                head_begin_, plan_.heads_kv, d_, sc_.v.data(), sc_.segment.data(), sc_.v_rows.data());
+    tr_.k_pos = kv_.slot_pos + row0;
+    tr_.nk = nk;
+    tr_.all_visible = span.all_filled && span.max_pos <= q_min_ &&
+                      (p_.window <= 0 || static_cast<int64_t>(q_max_) - span.min_pos < p_.window);
+    for (int gi = 0; gi < plan_.heads_kv; ++gi) {
+      tr_.k = sc_.k_rows.data() + gi * kKeyTile;
+      tr_.v = sc_.v_rows.data() + gi * kKeyTile;
+      for (int b = 0; b < rows_per_kv_; b += block_) {
+        const int r0 = gi * rows_per_kv_ + b;
+        tr_.q = sc_.q.data() + static_cast<size_t>(r0) * d_;
+        tr_.q_pos = sc_.q_pos.data() + r0;
+        tr_.n_rows = std::min(block_, rows_per_kv_ - b);
+        tr_.m = sc_.m.data() + r0;
+        tr_.l = sc_.l.data() + r0;
+        tr_.acc = sc_.acc.data() + static_cast<size_t>(r0) * d_;
+        tile_(tr_);
       }
     }
   }
 
-  for (int r = 0; r < rows; ++r) {
-    const int64_t t = token_of(r);
-    const int h = head_of(r);
-    const float* a = sc.acc.data() + static_cast<size_t>(r) * d;
-    if (plan.split_items) {
-      float* part = plan.partial_at(split_first, t, h);
-      part[0] = sc.m[r];
-      part[1] = sc.l[r];
-      std::memcpy(part + 2, a, static_cast<size_t>(d) * sizeof(float));
-    } else {
-      float* A = sc.total_acc.data() + static_cast<size_t>(r) * d;
-      fold_split(sc.total_m[r], sc.total_l[r], A, sc.m[r], sc.l[r], a, d);
-      normalise(plan.out.row(t) + static_cast<int64_t>(h) * d, A, sc.total_m[r], sc.total_l[r], sink_of(p, h), d);
+  // The last split's rows: its partials (split items), or folded into the totals and written.
+  void finish_rows() {
+    for (int r = 0; r < rows_; ++r) {
+      const int64_t t = token_of(r);
+      const int h = head_of(r);
+      const float* a = sc_.acc.data() + static_cast<size_t>(r) * d_;
+      if (plan_.split_items) {
+        float* part = plan_.partial_at(split_first_, t, h);
+        part[0] = sc_.m[r];
+        part[1] = sc_.l[r];
+        std::memcpy(part + 2, a, static_cast<size_t>(d_) * sizeof(float));
+      } else {
+        float* A = sc_.total_acc.data() + static_cast<size_t>(r) * d_;
+        fold_split(sc_.total_m[r], sc_.total_l[r], A, sc_.m[r], sc_.l[r], a, d_);
+        normalise(plan_.out.row(t) + static_cast<int64_t>(h) * d_, A, sc_.total_m[r], sc_.total_l[r],
+                  sink_of(p_, h), d_);
+      }
     }
   }
-}
+
+  Plan& plan_;
+  const AttentionParams& p_;
+  const KVView& kv_;
+  const attn::Kernels& kern_;
+  Scratch& sc_;
+  const int d_;
+  int split_first_, split_last_;
+  int g0_;  // the item's first KV head
+  int64_t t0_;  // its first token
+  int nt_;
+  int rows_per_kv_, rows_;
+  int32_t q_min_ = 0, q_max_ = 0;  // of its tokens' positions
+  int64_t head_begin_, run_;      // the run of each cache row it reads: first element, length
+  attn::TileRows tr_{};
+  int block_;
+  void (*tile_)(const attn::TileRows& t);
+};
+
+void run_item(Plan& plan, int64_t item, Scratch& sc) { ItemRun(plan, item, sc).run(); }
 
 // out = the splits' partials folded in split order (fold_split), then normalised.
 void merge_splits(ThreadPool& pool, Plan& plan) {
