@@ -1,5 +1,7 @@
 #include "grammar/json_schema.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <set>
 
@@ -49,8 +51,8 @@ struct SchemaCompiler::Impl {
   }
 
   std::string add_rule(const std::string& body) {
-    const std::string name = "s" + std::to_string(next_rule++);
-    out += name + " ::= " + body + "\n";
+    const std::string name = fmt::format("s{}", next_rule++);
+    out += fmt::format("{} ::= {}\n", name, body);
     if (out.size() > kMaxGrammarBytes) fail(ErrorKind::InvalidArgument, "json schema: its grammar is over {} bytes", kMaxGrammarBytes);
     return name;
   }
@@ -63,8 +65,8 @@ struct SchemaCompiler::Impl {
   }
 
   static std::string repeat_suffix(size_t lo, size_t hi, bool bounded) {
-    if (!bounded) return "{" + std::to_string(lo) + ",}";
-    return "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+    if (!bounded) return fmt::format("{{{},}}", lo);
+    return fmt::format("{{{},{}}}", lo, hi);
   }
 
   std::string visit(const json::Value& s, const std::string& path, int depth);
@@ -155,7 +157,7 @@ std::string SchemaCompiler::Impl::visit_ref(const std::string& ref, const std::s
     }
   }
   if (!target) unsupported("$ref '" + ref + "' does not resolve (only #, #/$defs/... and #/definitions/...)", path);
-  const std::string name = "s" + std::to_string(next_rule++);
+  const std::string name = fmt::format("s{}", next_rule++);
   refs.emplace(key, name);
   const std::string body = visit(*target, ref.substr(1), depth + 1);
   out += name + " ::= " + body + "\n";
@@ -257,6 +259,6 @@ std::string json_schema_to_gbnf(const json::Value& schema) {
   return c.rules();
 }
 
-std::string json_object_gbnf() { return std::string("root ::= json-object\n") + kSharedRules; }
+std::string json_object_gbnf() { return fmt::format("root ::= json-object\n{}", kSharedRules); }
 
 }  // namespace ember::grammar

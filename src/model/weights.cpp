@@ -23,7 +23,7 @@ bool weight_type_supported(DType type) {
 
 static std::string shape_str(const gguf::TensorInfo& t) {
   std::string s;
-  for (int d = 0; d < t.n_dims; ++d) s += (d ? "x" : "") + std::to_string(t.ne[d]);
+  for (int d = 0; d < t.n_dims; ++d) s += fmt::format("{}{}", d ? "x" : "", t.ne[d]);
   return s.empty() ? "scalar" : s;
 }
 

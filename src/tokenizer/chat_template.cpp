@@ -147,7 +147,7 @@ std::string render_llama2(Messages m, bool) {
       out += (first ? "" : "<s>") + std::string("[INST] ") + trim(content) + " [/INST]";
       first = false;
     } else {
-      out += " " + trim(msg.content) + " </s>";
+      out += fmt::format(" {} </s>", trim(msg.content));
     }
   }
   return out;  // the prompt already ends where the answer begins

@@ -40,7 +40,7 @@ void ProgressBar::update(float fraction) {
   if (percent == last_percent_) return;
   last_percent_ = percent;
   const int width = std::min(terminal_columns(STDERR_FILENO) - 1, 72);
-  write_all(STDERR_FILENO, "\r" + render(label_, fraction, width));
+  write_all(STDERR_FILENO, fmt::format("\r{}", render(label_, fraction, width)));
   drawn_ = true;
 }
 

@@ -216,7 +216,7 @@ std::string float_repr(double d) {
   std::string out = negative ? "-" : "";
   if (exponent < -4 || exponent >= 16) {  // Python's repr switches to exponent form here
     out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) out.append(".").append(digits, 1);
     std::snprintf(buf, sizeof buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
     return out + buf;
   }
