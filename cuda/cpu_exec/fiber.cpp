@@ -28,7 +28,7 @@ size_t page_bytes() {
   return page;
 }
 
-// Announces a switch to `to` (fake_save null: the current context ends for good).
+// Announces a switch to `to`; fake_save keeps the current context's fake stack.
 [[maybe_unused]] void start_switch(void** fake_save, const Context& to) {
 #if defined(EMBER_CPU_EXEC_ASAN)
   __sanitizer_start_switch_fiber(fake_save, to.stack_bottom, to.stack_size);

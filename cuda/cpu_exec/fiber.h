@@ -1,9 +1,10 @@
 // A fiber: an execution context with its own stack, switched to and from explicitly. A
 // fiber starts through glibc's ucontext (makecontext/setcontext); later switches save and
-// restore registers with __builtin_setjmp/__builtin_longjmp, which leave the signal mask alone, where
-// swapcontext made two sigprocmask system calls per switch (~350 ns; a third of the CPU
-// execution's time). Under AddressSanitizer every switch stays a swapcontext. The CPU
-// execution runs each GPU thread as one fiber.
+// restore registers with the compiler's __builtin_setjmp/__builtin_longjmp, which leave the
+// signal mask alone, where swapcontext made two sigprocmask system calls per switch (~350
+// ns; a third of the CPU execution's time). Starting costs those two calls too, so a fiber
+// is started once and parks between jobs (park()). Under AddressSanitizer every switch
+// stays a swapcontext. The CPU execution runs each GPU thread as one fiber.
 // Stacks are mmap'd with a PROT_NONE guard page below them, so an overflow crashes at once
 // instead of corrupting a neighbour. Under AddressSanitizer every switch is announced to it
 // (__sanitizer_start/finish_switch_fiber), which keeps it from misreading fiber stacks.
