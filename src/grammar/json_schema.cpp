@@ -50,8 +50,10 @@ struct SchemaCompiler::Impl {
     fail(ErrorKind::InvalidArgument, "json schema: {} at {}", what, path.empty() ? "/" : path);
   }
 
+  std::string fresh_rule_name() { return fmt::format("s{}", next_rule++); }
+
   std::string add_rule(const std::string& body) {
-    const std::string name = fmt::format("s{}", next_rule++);
+    const std::string name = fresh_rule_name();
     out += fmt::format("{} ::= {}\n", name, body);
     if (out.size() > kMaxGrammarBytes) fail(ErrorKind::InvalidArgument, "json schema: its grammar is over {} bytes", kMaxGrammarBytes);
     return name;
@@ -157,7 +159,7 @@ std::string SchemaCompiler::Impl::visit_ref(const std::string& ref, const std::s
     }
   }
   if (!target) unsupported("$ref '" + ref + "' does not resolve (only #, #/$defs/... and #/definitions/...)", path);
-  const std::string name = fmt::format("s{}", next_rule++);
+  const std::string name = fresh_rule_name();
   refs.emplace(key, name);
   const std::string body = visit(*target, ref.substr(1), depth + 1);
   out += name + " ::= " + body + "\n";
