@@ -118,12 +118,13 @@ TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>
         double& best = s.regime[static_cast<int>(r)].gbs[vi];
         best = std::max(best, gbs);
       };
-      // AMX only for prefill: below 16 rows it runs the AVX-512 kernel (its 0 there never wins).
-      if (v != Variant::Amx) {
-        keep_best(Regime::Decode, decode_pass(pool, ws, stream.mats, next, plan.decode_bytes));
+      // AMX only for prefill: below 16 rows it runs the AVX-512 kernel (its 0 there never
+      // wins). The four-stream walk only for decode: from 4 rows on it is AVX2's kernel.
+      if (v != Variant::Amx) keep_best(Regime::Decode, decode_pass(pool, ws, stream.mats, next, plan.decode_bytes));
+      if (v == Variant::Avx2 || v == Variant::Avx512)
         keep_best(Regime::SmallBatch, batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes));
-      }
-      keep_best(Regime::Prefill, batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes));
+      if (v != Variant::Avx2FourStreams)
+        keep_best(Regime::Prefill, batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes));
     }
   }
   return s;

@@ -20,7 +20,8 @@ class ThreadPool;
 namespace ember::cpu {
 
 // Weight bytes per second (GB/s, 1e9) of one regime, best of its repeats, per variant (0: not
-// measured, the variant cannot run the type here).
+// measured: the variant cannot run the type here, or does not differ from another in this
+// regime).
 struct VariantSpeeds {
   std::array<double, kVariants> gbs = {};
   // AVX2 only when it measured clearly faster: a tie or a gap within run-to-run noise keeps
@@ -30,9 +31,15 @@ struct VariantSpeeds {
   // AMX likewise only when clearly faster than the better of the others: below 16 rows it
   // runs the AVX-512 kernel, so decode and small batches measure a tie there.
   static constexpr double kAmxMargin = 1.03;
+  // The four-stream decode walk likewise only when clearly faster than AVX2's pairs (both
+  // are AVX2: the margin keeps a tie from flipping between runs). Measured for decode only.
+  static constexpr double kFourStreamsMargin = 1.03;
+  double of(Variant v) const { return gbs[static_cast<int>(v)]; }
   Variant faster() const {
-    const Variant best = gbs[0] > gbs[1] * kAvx2Margin ? Variant::Avx2 : Variant::Avx512;
-    return gbs[2] > gbs[static_cast<int>(best)] * kAmxMargin ? Variant::Amx : best;
+    const Variant avx2 = of(Variant::Avx2FourStreams) > of(Variant::Avx2) * kFourStreamsMargin ? Variant::Avx2FourStreams
+                                                                                              : Variant::Avx2;
+    const Variant best = of(avx2) > of(Variant::Avx512) * kAvx2Margin ? avx2 : Variant::Avx512;
+    return of(Variant::Amx) > of(best) * kAmxMargin ? Variant::Amx : best;
   }
 };
 

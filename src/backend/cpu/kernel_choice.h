@@ -25,9 +25,13 @@ const char* regime_name(Regime r);  // "decode", "batch", "prefill"
 
 // Amx: the AMX int8 kernel for whole 16-token tiles, the AVX-512 one for the tokens left over
 // (so it differs from Avx512 only from 16 rows on: in prefill, and batches of exactly 16).
-enum class Variant : uint8_t { Avx2 = 0, Avx512 = 1, Amx = 2 };
-constexpr int kVariants = 3;
-const char* variant_name(Variant v);  // "avx2", "avx512", "amx"
+// Avx2FourStreams: the AVX2 kernel whose decode (fewer than 4 tokens) reads four far-apart
+// row groups at once and leaves prefetching to the hardware (packed_tiles.h,
+// for_each_group_quad), for Q8_0 and the 32-element formats; it differs from Avx2 only in
+// decode. One more variant to choose between on CPUs whose best is AVX2.
+enum class Variant : uint8_t { Avx2 = 0, Avx512 = 1, Amx = 2, Avx2FourStreams = 3 };
+constexpr int kVariants = 4;
+const char* variant_name(Variant v);  // "avx2", "avx512", "amx", "avx2-4streams"
 
 // The weight types whose packed kernel has an AVX-512 variant besides the AVX2 one.
 inline constexpr std::array<DType, 8> kChoosableTypes = {DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1,
@@ -36,16 +40,23 @@ int choosable_index(DType t);  // its index in kChoosableTypes, or -1
 
 // Bumped when a kernel changes enough that cached measurements no longer hold (2: AMX; 3:
 // decode timed beyond the caches, see CalibrationPlan::decode_stream_bytes, and the AVX-512
-// decode walk of far-apart group pairs, packed_tiles_avx512.h).
-constexpr int kKernelAbi = 3;
+// decode walk of far-apart group pairs, packed_tiles_avx512.h; 4: avx2-4streams).
+constexpr int kKernelAbi = 4;
 
 // The packed kernel of variant v for weights of type t at the current SIMD level (simd_level,
 // cpu_features), or nullptr when that variant cannot run it here (the caller falls back to a
 // narrower variant: every variant of a type reads the same groups and gives the same bits).
 const PackedKernel* packed_kernel_for(Variant v, DType t);
 // The variant that runs where v is chosen: v, or the next narrower one that has a kernel for t
-// here (Amx, then Avx512, then Avx2).
+// here (Amx, then Avx512, then Avx2; Avx2FourStreams, then Avx2).
 Variant runnable_variant(Variant v, DType t);
+// Whether there is a variant to choose at the current SIMD level: the AVX-512 VNNI ones
+// besides AVX2's, or, where AVX2 is the CPU's best, AVX2's two decode walks. False when
+// EMBER_SIMD (or set_simd_level) keeps a CPU with AVX-512 VNNI below it: the level is forced,
+// and every type runs its plain AVX2 kernel.
+bool kernel_choice_applies();
+// Whether type t has more than one variant that can run here (a type with one is not measured).
+bool has_kernel_choice(DType t);
 
 struct KernelChoiceTable {
   std::array<std::array<Variant, kRegimes>, kChoosableTypes.size()> variant;

@@ -25,6 +25,7 @@ json::Value regime_json(const VariantSpeeds& s) {
   v["avx2_gbs"] = s.gbs[0];
   v["avx512_gbs"] = s.gbs[1];
   if (s.gbs[2] > 0) v["amx_gbs"] = s.gbs[2];  // measured only where the CPU has AMX
+  if (const double four = s.of(Variant::Avx2FourStreams); four > 0) v["avx2_4streams_gbs"] = four;  // decode only
   return v;
 }
 
@@ -39,7 +40,8 @@ Variant parse_variant(const json::Value& v) {
   if (s == "avx2") return Variant::Avx2;
   if (s == "avx512") return Variant::Avx512;
   if (s == "amx") return Variant::Amx;
-  fail(ErrorKind::Format, "\"use\": expected avx2, avx512 or amx, got '{}'", s);
+  if (s == "avx2-4streams") return Variant::Avx2FourStreams;
+  fail(ErrorKind::Format, "\"use\": expected avx2, avx2-4streams, avx512 or amx, got '{}'", s);
 }
 
 // The entries of one thread count; throws Error(Format) on a malformed one.
@@ -59,6 +61,8 @@ void parse_types(const json::Value& by_type, CachedSpeeds& out) {
       speeds.regime[r].gbs[0] = json::as_double(json::at(e, "avx2_gbs"), "avx2_gbs");
       speeds.regime[r].gbs[1] = json::as_double(json::at(e, "avx512_gbs"), "avx512_gbs");
       if (const json::Value* amx = json::find(e, "amx_gbs")) speeds.regime[r].gbs[2] = json::as_double(*amx, "amx_gbs");
+      if (const json::Value* four = json::find(e, "avx2_4streams_gbs"))
+        speeds.regime[r].gbs[static_cast<int>(Variant::Avx2FourStreams)] = json::as_double(*four, "avx2_4streams_gbs");
     }
     out.types.push_back(speeds);
     out.use.push_back(use);

@@ -72,6 +72,9 @@ struct PackedKernel {
 
 // The packed kernel of a weight type at a level, or nullptr (the type is read in place).
 const PackedKernel* packed_kernel_avx2(DType w);
+// The same layout read with the four-stream decode walk (kernel_choice.h's avx2-4streams),
+// or nullptr for the types that keep the pairs.
+const PackedKernel* packed_kernel_avx2_four_streams(DType w);
 
 // Activation rows are swept in blocks of this many tokens so that a block stays in L2 while
 // every weight row of the thread's share meets it (weights are then read once per block).

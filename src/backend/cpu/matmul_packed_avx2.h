@@ -16,4 +16,12 @@ extern const PackedKernel kPackedQ8_0x8Avx2;  // matmul_packed_q8_0_avx2.cpp
 extern const PackedKernel kPackedF16x8Avx2;   // matmul_packed_f16_avx2.cpp
 extern const PackedKernel kPackedMXFP4x8Avx2; // matmul_packed_mxfp4_avx2.cpp
 
+// The same kernels with the four-stream decode walk (packed_tiles.h, for_each_group_quad):
+// the "avx2-4streams" variant of kernel_choice.h.
+extern const PackedKernel kPackedQ4_0x8Avx2FourStreams;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ5_0x8Avx2FourStreams;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ4_1x8Avx2FourStreams;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ5_1x8Avx2FourStreams;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ8_0x8Avx2FourStreams;  // matmul_packed_q8_0_avx2.cpp
+
 }  // namespace ember::cpu

@@ -57,7 +57,8 @@ template <class F, int RN, int S = 1>
       // Every tile prefetches, not only decode's: a 16-sequence decode step is 4-token tiles
       // that meet each group once, and its weights come from memory (Q4_0 pp16 at
       // EMBER_SIMD=avx2, alternated: 91-95 -> 102-112 t/s; pp256 unchanged within noise).
-      prefetch_ahead(blk, F::kBlockBytes);
+      // Not for four groups (the avx2-4streams walk, for_each_group_quad).
+      if constexpr (S < 4) prefetch_ahead(blk, F::kBlockBytes);
       __m256i plane = _mm256_setzero_si256();
       if constexpr (F::kFifthBit) plane = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + F::kPlane));
       // Each token's int16 sums take the maddubs products in order (low then high nibbles of
@@ -121,9 +122,20 @@ void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
       [&](int64_t g, int64_t c) { micro<F, 1>(p, &g, r1, c); });
 }
 
+// The avx2-4streams variant (kernel_choice.h): decode reads four far-apart groups at once
+// (for_each_group_quad); tiles of 4 tokens or more are tile()'s.
 template <class F>
+void tile_four_streams(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (c1 - c0 >= 4) return tile<F>(p, r0, r1, c0, c1);
+  for_each_group_quad(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
+    n == 4 ? micro<F, 1, 4>(p, gs, r1, c) : n == 2 ? micro<F, 1, 2>(p, gs, r1, c) : micro<F, 1>(p, gs, r1, c);
+  });
+}
+
+template <class F, bool kFourStreams = false>
 constexpr PackedKernel kernel() {
-  return {kRows, packed32::group_bytes<F>, packed32::pack_group<F>, ActFormat::Q8S, tile<F>};
+  return {kRows, packed32::group_bytes<F>, packed32::pack_group<F>, ActFormat::Q8S,
+          kFourStreams ? tile_four_streams<F> : tile<F>};
 }
 
 }  // namespace
@@ -132,5 +144,9 @@ const PackedKernel kPackedQ4_0x8Avx2 = kernel<packed32::Q4_0>();
 const PackedKernel kPackedQ5_0x8Avx2 = kernel<packed32::Q5_0>();
 const PackedKernel kPackedQ4_1x8Avx2 = kernel<packed32::Q4_1>();
 const PackedKernel kPackedQ5_1x8Avx2 = kernel<packed32::Q5_1>();
+const PackedKernel kPackedQ4_0x8Avx2FourStreams = kernel<packed32::Q4_0, true>();
+const PackedKernel kPackedQ5_0x8Avx2FourStreams = kernel<packed32::Q5_0, true>();
+const PackedKernel kPackedQ4_1x8Avx2FourStreams = kernel<packed32::Q4_1, true>();
+const PackedKernel kPackedQ5_1x8Avx2FourStreams = kernel<packed32::Q5_1, true>();
 
 }  // namespace ember::cpu

@@ -78,7 +78,9 @@ template <int G, int RN>
     for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b) {
-    if constexpr (RN == 1) {  // two streams per group: the scales and the codes
+    // Two streams per group, the scales and the codes; none for four groups (the
+    // avx2-4streams walk, for_each_group_quad: the hardware prefetchers do better alone).
+    if constexpr (RN == 1 && G < 4) {
       for (int i = 0; i < G; ++i) {
         prefetch_ahead(scales[i] + b * kScaleBytes, kScaleBytes);
         prefetch_ahead(codes[i] + b * kCodeBytes, kCodeBytes);
@@ -122,8 +124,19 @@ void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   });
 }
 
+// The avx2-4streams variant (kernel_choice.h): decode reads four far-apart groups at once
+// (for_each_group_quad); tiles of 4 tokens or more are tile()'s.
+void tile_four_streams(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (c1 - c0 >= 4) return tile(p, r0, r1, c0, c1);
+  for_each_group_quad(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
+    const int64_t step = n > 1 ? gs[1] - gs[0] : 1;
+    n == 4 ? micro<4, 1>(p, gs[0], step, r1, c) : n == 2 ? micro<2, 1>(p, gs[0], step, r1, c) : micro<1, 1>(p, gs[0], step, r1, c);
+  });
+}
+
 }  // namespace
 
 const PackedKernel kPackedQ8_0x8Avx2{kRows, group_bytes, pack_group, ActFormat::Q8S, tile};
+const PackedKernel kPackedQ8_0x8Avx2FourStreams{kRows, group_bytes, pack_group, ActFormat::Q8S, tile_four_streams};
 
 }  // namespace ember::cpu
