@@ -129,8 +129,10 @@ void tile(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
 void tile_four_streams(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   if (c1 - c0 >= 4) return tile(p, r0, r1, c0, c1);
   for_each_group_quad(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
-    const int64_t step = n > 1 ? gs[1] - gs[0] : 1;
-    n == 4 ? micro<4, 1>(p, gs[0], step, r1, c) : n == 2 ? micro<2, 1>(p, gs[0], step, r1, c) : micro<1, 1>(p, gs[0], step, r1, c);
+    const int64_t step = n > 1 ? gs[1] - gs[0] : 1;  // the quarter's or the half's length
+    if (n == 4) micro<4, 1>(p, gs[0], step, r1, c);
+    else if (n == 2) micro<2, 1>(p, gs[0], step, r1, c);
+    else micro<1, 1>(p, gs[0], step, r1, c);
   });
 }
 
