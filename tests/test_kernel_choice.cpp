@@ -323,6 +323,11 @@ TEST_CASE("decode is measured on AVX2's two walks too, and a CPU without AVX-512
   CHECK(cached.types[0].regime[1].of(Variant::Avx2FourStreams) == 0);
   CHECK(cached.use[0][0] == r.types[0].regime[0].variant);
 
+  if (!cpu_features().avx512_vnni) {  // a model of K-quants alone has nothing to choose here
+    const cpu::KernelChoiceReport k_only = cpu::choose_packed_kernels(pool, std::vector<MatView>{q4k.view()}, o);
+    CHECK(k_only.types.empty());
+    CHECK(k_only.overall == "avx2 everywhere (Q4_K: one variant here)");
+  }
   o.mode = cpu::KernelChoiceMode::Widest;  // no measurement: the pairs where AVX2 runs
   const cpu::KernelChoiceReport wide = cpu::choose_packed_kernels(pool, std::vector<MatView>{q8.view()}, o);
   CHECK(wide.overall.find(cpu_features().avx512_vnni ? "avx512 everywhere" : "avx2 everywhere") != std::string::npos);

@@ -39,16 +39,34 @@ std::string widest_text() {
   return fmt::format("{} everywhere (EMBER_KERNEL_CHOICE=widest)", avx512 ? "avx512" : "avx2");
 }
 
-// The packed matrices' types with a choice here (has_kernel_choice), in kChoosableTypes order.
-std::vector<DType> packed_types(std::span<const MatView> packed) {
+// The packed matrices' types among `among`, in that order.
+std::vector<DType> packed_types_of(std::span<const MatView> packed, std::span<const DType> among) {
   std::vector<DType> out;
-  for (DType t : kChoosableTypes)
+  for (DType t : among)
     for (const MatView& w : packed)
-      if (w.type == t && w.layout == WeightLayout::Interleaved && has_kernel_choice(t)) {
+      if (w.type == t && w.layout == WeightLayout::Interleaved) {
         out.push_back(t);
         break;
       }
   return out;
+}
+
+// The packed matrices' types with a choice here (has_kernel_choice), in kChoosableTypes order.
+std::vector<DType> packed_types(std::span<const MatView> packed) {
+  std::vector<DType> out = packed_types_of(packed, kChoosableTypes);
+  std::erase_if(out, [](DType t) { return !has_kernel_choice(t); });
+  return out;
+}
+
+// Why a model has nothing to choose: no choosable packed type, or only types with one
+// variant at this level ("avx2 everywhere (Q4_K, Q6_K: one variant here)").
+std::string no_choice_text(std::span<const MatView> packed) {
+  const std::vector<DType> single = packed_types_of(packed, kChoosableTypes);
+  if (single.empty()) return "no packed matrix with a choice of variants";
+  std::string names;
+  for (DType t : single) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
+  return fmt::format("{} everywhere ({}: one variant here)", variant_name(runnable_variant(Variant::Avx512, single[0])),
+                     names);
 }
 
 TypeChoice choice_from(const TypeSpeeds& s, const std::array<Variant, kRegimes>& use, const std::string& source) {
@@ -144,10 +162,11 @@ KernelChoiceReport choose_packed_kernels(ThreadPool& pool, std::span<const MatVi
                                          const KernelChoiceOptions& options) {
   KernelChoiceReport report;
   const std::vector<DType> types = packed_types(packed);
-  if (types.empty()) {
-    report.overall = "no packed matrix with a choice of variants";
-  } else if (std::string forced = forced_reason(); !forced.empty()) {
+  const std::string forced = forced_reason();
+  if (!forced.empty() && !packed_types_of(packed, kChoosableTypes).empty()) {
     report.overall = forced;
+  } else if (types.empty()) {
+    report.overall = no_choice_text(packed);
   } else if (options.mode == KernelChoiceMode::Widest) {
     set_kernel_choice(KernelChoiceTable::all(Variant::Avx512));
     report.overall = widest_text();
