@@ -14,7 +14,9 @@
 #include "backend/cpu/matmul_kernels.h"
 #include "backend/cpu/avx512_intrinsics.h"
 
-#if !defined(__AMX_TILE__) || !defined(__AMX_INT8__)
+// GCC names the flags' macros __AMX_TILE__ / __AMX_INT8__, clang (14, the fuzz and sanitizer
+// compiler) __AMXTILE__ / __AMXINT8__.
+#if !(defined(__AMX_TILE__) || defined(__AMXTILE__)) || !(defined(__AMX_INT8__) || defined(__AMXINT8__))
 #error "*_amx.cpp files are built with -mamx-tile -mamx-int8"
 #endif
 
