@@ -39,10 +39,10 @@ std::string widest_text() {
   return fmt::format("{} everywhere (EMBER_KERNEL_CHOICE=widest)", avx512 ? "avx512" : "avx2");
 }
 
-// The packed matrices' types among `among`, in that order.
-std::vector<DType> packed_types_of(std::span<const MatView> packed, std::span<const DType> among) {
+// The choosable types among the packed matrices, in kChoosableTypes order.
+std::vector<DType> packed_types(std::span<const MatView> packed) {
   std::vector<DType> out;
-  for (DType t : among)
+  for (DType t : kChoosableTypes)
     for (const MatView& w : packed)
       if (w.type == t && w.layout == WeightLayout::Interleaved) {
         out.push_back(t);
@@ -51,17 +51,9 @@ std::vector<DType> packed_types_of(std::span<const MatView> packed, std::span<co
   return out;
 }
 
-// The packed matrices' types with a choice here (has_kernel_choice), in kChoosableTypes order.
-std::vector<DType> packed_types(std::span<const MatView> packed) {
-  std::vector<DType> out = packed_types_of(packed, kChoosableTypes);
-  std::erase_if(out, [](DType t) { return !has_kernel_choice(t); });
-  return out;
-}
-
 // Why a model has nothing to choose: no choosable packed type, or only types with one
 // variant at this level ("avx2 everywhere (Q4_K, Q6_K: one variant here)").
-std::string no_choice_text(std::span<const MatView> packed) {
-  const std::vector<DType> single = packed_types_of(packed, kChoosableTypes);
+std::string no_choice_text(const std::vector<DType>& single) {
   if (single.empty()) return "no packed matrix with a choice of variants";
   std::string names;
   for (DType t : single) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
@@ -161,12 +153,14 @@ std::vector<std::string> KernelChoiceReport::lines() const {
 KernelChoiceReport choose_packed_kernels(ThreadPool& pool, std::span<const MatView> packed,
                                          const KernelChoiceOptions& options) {
   KernelChoiceReport report;
-  const std::vector<DType> types = packed_types(packed);
+  const std::vector<DType> choosable = packed_types(packed);
+  std::vector<DType> types = choosable;  // those with more than one variant here
+  std::erase_if(types, [](DType t) { return !has_kernel_choice(t); });
   const std::string forced = forced_reason();
-  if (!forced.empty() && !packed_types_of(packed, kChoosableTypes).empty()) {
+  if (!forced.empty() && !choosable.empty()) {
     report.overall = forced;
   } else if (types.empty()) {
-    report.overall = no_choice_text(packed);
+    report.overall = no_choice_text(choosable);
   } else if (options.mode == KernelChoiceMode::Widest) {
     set_kernel_choice(KernelChoiceTable::all(Variant::Avx512));
     report.overall = widest_text();
