@@ -111,10 +111,10 @@ TEST_CASE("AMX is chosen only when it measured faster than the better of the oth
   CHECK(v.faster() == Variant::Avx2);
 }
 
-TEST_CASE("AVX2's four-stream walk is chosen only when it measured faster than its pairs by more than the margin") {
+TEST_CASE("AVX2's decode variants are chosen only when they measured faster than its pairs by more than the margin") {
   cpu::VariantSpeeds v;
-  const auto set = [&](double avx2, double avx512, double four) {
-    v.gbs = {avx2, avx512, 0.0, four};
+  const auto set = [&](double avx2, double avx512, double four, double near = 0.0) {
+    v.gbs = {avx2, avx512, 0.0, four, near};
   };
   set(10.0, 0.0, 10.2);  // a CPU without AVX-512 VNNI, 2% apart: the pairs stay
   CHECK(v.faster() == Variant::Avx2);
@@ -127,6 +127,19 @@ TEST_CASE("AVX2's four-stream walk is chosen only when it measured faster than i
   set(12.0, 10.0, 0.0);  // not measured (batch, prefill, the K-quants)
   CHECK(v.faster() == Variant::Avx2);
   CHECK(std::string(cpu::variant_name(Variant::Avx2FourStreams)) == "avx2-4streams");
+  set(10.0, 0.0, 0.0, 10.2);  // the near prefetch likewise (a K-quant: no four-stream walk)
+  CHECK(v.faster() == Variant::Avx2);
+  set(10.0, 0.0, 0.0, 10.5);
+  CHECK(v.faster() == Variant::Avx2NearPrefetch);
+  set(10.0, 0.0, 10.4, 10.5);  // both clear the margin: the faster of them
+  CHECK(v.faster() == Variant::Avx2NearPrefetch);
+  set(10.0, 0.0, 10.6, 10.5);
+  CHECK(v.faster() == Variant::Avx2FourStreams);
+  set(10.0, 0.0, 10.2, 10.25);  // neither does
+  CHECK(v.faster() == Variant::Avx2);
+  CHECK(std::string(cpu::variant_name(Variant::Avx2NearPrefetch)) == "avx2-prefetch1k");
+  CHECK(cpu::is_avx2_decode_variant(Variant::Avx2NearPrefetch));
+  CHECK_FALSE(cpu::is_avx2_decode_variant(Variant::Avx512));
 }
 
 TEST_CASE("regimes split at one row and at 16 rows") {
@@ -229,42 +242,49 @@ TEST_CASE("the AMX variant runs where the CPU has it, narrows to AVX-512 or AVX2
   if (!cpu_features().amx_int8) MESSAGE("no AMX int8 here: the AMX entries ran AVX-512 or AVX2");
 }
 
-TEST_CASE("the four-stream decode walk gives the pairs' bits at every row count and thread count") {
+// The types with each of AVX2's decode variants (kernel_choice.h).
+bool has_decode_variant(Variant v, DType t) {
+  const bool q32 = t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q4_1 || t == DType::Q5_1;
+  return v == Variant::Avx2FourStreams ? q32 : q32 || t == DType::Q4_K || t == DType::Q5_K;
+}
+
+TEST_CASE("AVX2's decode variants give the pairs' bits at every row count and thread count") {
   ChoiceGuard guard;
   if (simd_level() < SimdLevel::AVX2) {
     MESSAGE("no AVX2 here: no packed kernels");
     return;
   }
-  for (DType t : cpu::kChoosableTypes) {
-    CAPTURE(dtype_name(t));
-    const bool has_walk = cpu::packed_kernel_for(Variant::Avx2FourStreams, t) != nullptr;
-    CHECK(has_walk == (t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q5_0 || t == DType::Q4_1 ||
-                       t == DType::Q5_1));
-    CHECK(cpu::runnable_variant(Variant::Avx2FourStreams, t) == (has_walk ? Variant::Avx2FourStreams : Variant::Avx2));
-    const int64_t k = 256;
-    const std::vector<float> x = check::Rng(41).normal(static_cast<size_t>(3 * k));
-    // 1 to 33 groups of 8 (a short last one too): quarters, pairs and a single left over,
-    // in chunks of every size the threads cut.
-    for (int64_t rows : {8, 16, 24, 32, 40, 56, 60, 72, 104, 136, 264}) {
-      CAPTURE(rows);
-      PackedMatrix w(t, rows, k, 50 + static_cast<uint64_t>(rows));
-      for (int threads : {1, 2, 3}) {
-        CAPTURE(threads);
-        ThreadPool pool(threads);
-        for (int64_t tokens : {1, 2, 3}) {
-          cpu::set_kernel_choice(cpu::KernelChoiceTable::all(Variant::Avx2));
-          const std::vector<float> pairs = run_matmul(pool, w.view(), x, tokens);
-          cpu::set_kernel_choice(cpu::KernelChoiceTable::all(Variant::Avx2FourStreams));
-          const Variant ran = has_walk ? Variant::Avx2FourStreams : Variant::Avx2;
-          const Regime regime = cpu::regime_of(tokens);
-          const uint64_t before = calls(ran, regime);
-          const std::vector<float> four = run_matmul(pool, w.view(), x, tokens);
-          CHECK(calls(ran, regime) == before + 1);
-          CHECK(std::memcmp(four.data(), pairs.data(), pairs.size() * sizeof(float)) == 0);
+  for (Variant variant : {Variant::Avx2FourStreams, Variant::Avx2NearPrefetch})
+    for (DType t : cpu::kChoosableTypes) {
+      CAPTURE(cpu::variant_name(variant));
+      CAPTURE(dtype_name(t));
+      const bool has_kernel = cpu::packed_kernel_for(variant, t) != nullptr;
+      CHECK(has_kernel == has_decode_variant(variant, t));
+      const Variant ran = has_kernel ? variant : Variant::Avx2;
+      CHECK(cpu::runnable_variant(variant, t) == ran);
+      const int64_t k = 256;
+      const std::vector<float> x = check::Rng(41).normal(static_cast<size_t>(3 * k));
+      // 1 to 33 groups of 8 (a short last one too): quarters, pairs and a single left over,
+      // in chunks of every size the threads cut.
+      for (int64_t rows : {8, 16, 24, 32, 40, 56, 60, 72, 104, 136, 264}) {
+        CAPTURE(rows);
+        PackedMatrix w(t, rows, k, 50 + static_cast<uint64_t>(rows));
+        for (int threads : {1, 2, 3}) {
+          CAPTURE(threads);
+          ThreadPool pool(threads);
+          for (int64_t tokens : {1, 2, 3}) {
+            cpu::set_kernel_choice(cpu::KernelChoiceTable::all(Variant::Avx2));
+            const std::vector<float> pairs = run_matmul(pool, w.view(), x, tokens);
+            cpu::set_kernel_choice(cpu::KernelChoiceTable::all(variant));
+            const Regime regime = cpu::regime_of(tokens);
+            const uint64_t before = calls(ran, regime);
+            const std::vector<float> out = run_matmul(pool, w.view(), x, tokens);
+            CHECK(calls(ran, regime) == before + 1);
+            CHECK(std::memcmp(out.data(), pairs.data(), pairs.size() * sizeof(float)) == 0);
+          }
         }
       }
     }
-  }
 }
 
 TEST_CASE("EMBER_SIMD below avx512 runs AVX2 whatever the table says") {
@@ -286,7 +306,7 @@ TEST_CASE("EMBER_SIMD below avx512 runs AVX2 whatever the table says") {
   CHECK(r.overall.find("forced by") != std::string::npos);
 }
 
-TEST_CASE("decode is measured on AVX2's two walks too, and a CPU without AVX-512 VNNI gets a table from them") {
+TEST_CASE("decode is measured on AVX2's decode variants too, and a CPU without AVX-512 VNNI gets a table from them") {
   ChoiceGuard guard;
   if (simd_level() < SimdLevel::AVX2) {
     MESSAGE("no AVX2 here: no packed kernels");
@@ -296,7 +316,7 @@ TEST_CASE("decode is measured on AVX2's two walks too, and a CPU without AVX-512
   CHECK(cpu::kernel_choice_applies());
   TempDir dir;
   ThreadPool pool(2);
-  PackedMatrix q8(DType::Q8_0, 64, 512, 2), q4k(DType::Q4_K, 64, 512, 3);
+  PackedMatrix q8(DType::Q8_0, 64, 512, 2), q4k(DType::Q4_K, 64, 512, 3), q6k(DType::Q6_K, 64, 512, 4);
   cpu::KernelChoiceOptions o;
   o.cache_path = dir.file("kernel-choice.json");
   o.plan.decode_bytes = 1 << 16;
@@ -306,11 +326,19 @@ TEST_CASE("decode is measured on AVX2's two walks too, and a CPU without AVX-512
   o.verbose = false;
   const cpu::KernelChoiceReport r = cpu::choose_packed_kernels(pool, std::vector<MatView>{q8.view(), q4k.view()}, o);
   CHECK(r.overall.empty());
-  // Q4_K has no four-stream walk: without AVX-512 VNNI it has nothing to choose, so it is not measured.
-  REQUIRE(r.types.size() == (cpu_features().avx512_vnni ? 2u : 1u));
+  // Q4_K has the near prefetch but no four-stream walk.
+  REQUIRE(r.types.size() == 2u);
   CHECK(r.types[0].type == DType::Q8_0);
   CHECK(r.types[0].regime[0].why.find(" vs avx2-4streams ") != std::string::npos);
-  CHECK(r.types[0].regime[1].why.find("avx2-4streams") == std::string::npos);  // decode only
+  CHECK(r.types[0].regime[0].why.find(" vs avx2-prefetch1k ") != std::string::npos);
+  CHECK(r.types[1].type == DType::Q4_K);
+  CHECK(r.types[1].regime[0].why.find(" vs avx2-prefetch1k ") != std::string::npos);
+  CHECK(r.types[1].regime[0].why.find("avx2-4streams") == std::string::npos);
+  for (int reg = 1; reg < cpu::kRegimes; ++reg)  // decode only
+    for (const cpu::TypeChoice& type : r.types) {
+      CHECK(type.regime[reg].why.find("avx2-4streams") == std::string::npos);
+      CHECK(type.regime[reg].why.find("avx2-prefetch1k") == std::string::npos);
+    }
   for (int reg = 0; reg < cpu::kRegimes; ++reg)
     CHECK(cpu::chosen_variant(DType::Q8_0, static_cast<Regime>(reg)) == r.types[0].regime[reg].variant);
   if (!cpu_features().avx512_vnni) {
@@ -320,18 +348,20 @@ TEST_CASE("decode is measured on AVX2's two walks too, and a CPU without AVX-512
   const cpu::CachedSpeeds cached = cpu::read_kernel_cache(o.cache_path, cpu::current_kernel_cache_key(pool.size()));
   REQUIRE(!cached.types.empty());
   CHECK(cached.types[0].regime[0].of(Variant::Avx2FourStreams) > 0);
+  CHECK(cached.types[0].regime[0].of(Variant::Avx2NearPrefetch) > 0);
   CHECK(cached.types[0].regime[1].of(Variant::Avx2FourStreams) == 0);
+  CHECK(cached.types[0].regime[1].of(Variant::Avx2NearPrefetch) == 0);
   CHECK(cached.use[0][0] == r.types[0].regime[0].variant);
 
-  if (!cpu_features().avx512_vnni) {  // a model of K-quants alone has nothing to choose here
-    const cpu::KernelChoiceReport k_only = cpu::choose_packed_kernels(pool, std::vector<MatView>{q4k.view()}, o);
-    CHECK(k_only.types.empty());
-    CHECK(k_only.overall == "avx2 everywhere (Q4_K: one variant here)");
+  if (!cpu_features().avx512_vnni) {  // a model of Q6_K alone has nothing to choose here
+    const cpu::KernelChoiceReport q6_only = cpu::choose_packed_kernels(pool, std::vector<MatView>{q6k.view()}, o);
+    CHECK(q6_only.types.empty());
+    CHECK(q6_only.overall == "avx2 everywhere (Q6_K: one variant here)");
   }
   o.mode = cpu::KernelChoiceMode::Widest;  // no measurement: the pairs where AVX2 runs
   const cpu::KernelChoiceReport wide = cpu::choose_packed_kernels(pool, std::vector<MatView>{q8.view()}, o);
   CHECK(wide.overall.find(cpu_features().avx512_vnni ? "avx512 everywhere" : "avx2 everywhere") != std::string::npos);
-  CHECK(cpu::runnable_variant(cpu::chosen_variant(DType::Q8_0, Regime::Decode), DType::Q8_0) != Variant::Avx2FourStreams);
+  CHECK_FALSE(cpu::is_avx2_decode_variant(cpu::chosen_variant(DType::Q8_0, Regime::Decode)));
 }
 
 TEST_CASE("decode is timed on tall copies of a small model's largest matrix, the model's own codes") {
@@ -449,10 +479,13 @@ TEST_CASE("a cached \"use\" is honoured and types this build cannot choose are s
       "prefill": {"use": "amx", "avx2_gbs": 1, "avx512_gbs": 2, "amx_gbs": 5}}, "Q5_0": {
       "decode": {"use": "avx2-4streams", "avx2_gbs": 3, "avx512_gbs": 0, "avx2_4streams_gbs": 4},
       "batch": {"use": "avx2", "avx2_gbs": 1, "avx512_gbs": 0},
+      "prefill": {"use": "avx2", "avx2_gbs": 1, "avx512_gbs": 0}}, "Q4_K": {
+      "decode": {"use": "avx2-prefetch1k", "avx2_gbs": 3, "avx512_gbs": 0, "avx2_prefetch1k_gbs": 3.5},
+      "batch": {"use": "avx2", "avx2_gbs": 1, "avx512_gbs": 0},
       "prefill": {"use": "avx2", "avx2_gbs": 1, "avx512_gbs": 0}}}}})");
   const cpu::CachedSpeeds c = cpu::read_kernel_cache(path, key);
   CHECK(c.warning.empty());
-  REQUIRE(c.types.size() == 3);
+  REQUIRE(c.types.size() == 4);
   CHECK(c.use[0] == std::array<Variant, 3>{Variant::Avx2, Variant::Avx512, Variant::Avx2});
   CHECK(c.use[1] == std::array<Variant, 3>{Variant::Avx512, Variant::Avx512, Variant::Amx});
   CHECK(c.types[1].regime[2].gbs[2] == 5);
@@ -461,6 +494,10 @@ TEST_CASE("a cached \"use\" is honoured and types this build cannot choose are s
   CHECK(c.use[2] == std::array<Variant, 3>{Variant::Avx2FourStreams, Variant::Avx2, Variant::Avx2});
   CHECK(c.types[2].regime[0].of(Variant::Avx2FourStreams) == 4);
   CHECK(c.types[2].regime[1].of(Variant::Avx2FourStreams) == 0);
+  CHECK(c.types[3].type == DType::Q4_K);
+  CHECK(c.use[3] == std::array<Variant, 3>{Variant::Avx2NearPrefetch, Variant::Avx2, Variant::Avx2});
+  CHECK(c.types[3].regime[0].of(Variant::Avx2NearPrefetch) == 3.5);
+  CHECK(c.types[3].regime[0].of(Variant::Avx2FourStreams) == 0);
 }
 
 TEST_CASE("choose_packed_kernels: cached entries set the table, missing types are measured and cached, widest skips") {

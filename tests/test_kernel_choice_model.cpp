@@ -53,8 +53,10 @@ TEST_CASE("a model's logits are the same bits whichever variant each regime runs
     std::vector<std::vector<float>> runs;
     // Decode and prefill on one variant, small batches on the other; then prefill on AMX
     // (where the CPU has it: the 40-token prefill is two AMX tiles and 8 tokens left over);
-    // then decode on AVX2's four-stream walk (Q4_0 and Q8_0 have it; Q4_K falls back to AVX2).
-    for (Variant decode : {Variant::Avx2, Variant::Avx512, Variant::Amx, Variant::Avx2FourStreams}) {
+    // then decode on AVX2's four-stream walk (Q4_0 and Q8_0 have it; Q4_K falls back to AVX2)
+    // and on its near prefetch (Q4_K has it too; Q6_K falls back).
+    for (Variant decode :
+         {Variant::Avx2, Variant::Avx512, Variant::Amx, Variant::Avx2FourStreams, Variant::Avx2NearPrefetch}) {
       const Variant batch = decode == Variant::Avx512 ? Variant::Avx2 : Variant::Avx512;
       cpu::KernelChoiceTable table;
       for (DType t : cpu::kChoosableTypes) {
@@ -64,16 +66,16 @@ TEST_CASE("a model's logits are the same bits whichever variant each regime runs
       }
       cpu::set_kernel_choice(table);
       const uint64_t avx2_before = total_calls(Variant::Avx2), avx512_before = total_calls(Variant::Avx512),
-                     amx_before = total_calls(Variant::Amx), four_before = total_calls(Variant::Avx2FourStreams);
+                     amx_before = total_calls(Variant::Amx), decode_before = total_calls(decode);
       Context one(*model, test::options(1), pool), prefill(*model, test::options(1), pool),
           mixed(*model, test::options(2), pool);
       runs.push_back(test::run_one_by_one(one, a, 0, a.size()));
       runs.push_back(test::run_batch(prefill, a, 0, a.size()));
       runs.push_back(in_small_batches(mixed, a, other));
-      if (decode != Variant::Avx2FourStreams || std::strcmp(type, "q4_k_m") == 0)
-        CHECK(total_calls(Variant::Avx2) > avx2_before);
-      if (decode == Variant::Avx2FourStreams && std::strcmp(type, "q4_k_m") != 0)
-        CHECK(total_calls(Variant::Avx2FourStreams) > four_before);
+      const bool k_quants = std::strcmp(type, "q4_k_m") == 0;
+      if (!cpu::is_avx2_decode_variant(decode) || k_quants) CHECK(total_calls(Variant::Avx2) > avx2_before);
+      if (decode == Variant::Avx2NearPrefetch || (decode == Variant::Avx2FourStreams && !k_quants))
+        CHECK(total_calls(decode) > decode_before);
       if (simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni) CHECK(total_calls(Variant::Avx512) > avx512_before);
       if (decode == Variant::Amx && simd_level() >= SimdLevel::AMX) CHECK(total_calls(Variant::Amx) > amx_before);
     }

@@ -119,11 +119,11 @@ TypeSpeeds measure_type(ThreadPool& pool, DType type, const std::vector<MatView>
         best = std::max(best, gbs);
       };
       // AMX only for prefill: below 16 rows it runs the AVX-512 kernel (its 0 there never
-      // wins). The four-stream walk only for decode: from 4 rows on it is AVX2's kernel.
+      // wins). AVX2's decode variants only for decode: from 4 rows on they are AVX2's kernel.
       if (v != Variant::Amx) keep_best(Regime::Decode, decode_pass(pool, ws, stream.mats, next, plan.decode_bytes));
       if (v == Variant::Avx2 || v == Variant::Avx512)
         keep_best(Regime::SmallBatch, batch_pass(pool, ws, largest, plan.batch_rows, plan.batch_pass_bytes));
-      if (v != Variant::Avx2FourStreams)
+      if (!is_avx2_decode_variant(v))
         keep_best(Regime::Prefill, batch_pass(pool, ws, largest, plan.prefill_rows, plan.prefill_pass_bytes));
     }
   }

@@ -31,13 +31,15 @@ struct VariantSpeeds {
   // AMX likewise only when clearly faster than the better of the others: below 16 rows it
   // runs the AVX-512 kernel, so decode and small batches measure a tie there.
   static constexpr double kAmxMargin = 1.03;
-  // The four-stream decode walk likewise only when clearly faster than AVX2's pairs (both
-  // are AVX2: the margin keeps a tie from flipping between runs). Measured for decode only.
-  static constexpr double kFourStreamsMargin = 1.03;
+  // AVX2's decode variants (the four-stream walk, the near prefetch) likewise only when
+  // clearly faster than its plain kernel (all are AVX2: the margin keeps a tie from flipping
+  // between runs), the faster of them when both are. Measured for decode only.
+  static constexpr double kAvx2DecodeMargin = 1.03;
   double of(Variant v) const { return gbs[static_cast<int>(v)]; }
   Variant faster() const {
-    const Variant avx2 = of(Variant::Avx2FourStreams) > of(Variant::Avx2) * kFourStreamsMargin ? Variant::Avx2FourStreams
-                                                                                              : Variant::Avx2;
+    Variant avx2 = Variant::Avx2;
+    for (Variant v : {Variant::Avx2FourStreams, Variant::Avx2NearPrefetch})
+      if (of(v) > of(Variant::Avx2) * kAvx2DecodeMargin && of(v) > of(avx2)) avx2 = v;
     const Variant best = of(avx2) > of(Variant::Avx512) * kAvx2Margin ? avx2 : Variant::Avx512;
     return of(Variant::Amx) > of(best) * kAmxMargin ? Variant::Amx : best;
   }

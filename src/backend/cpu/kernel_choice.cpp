@@ -42,6 +42,7 @@ const char* variant_name(Variant v) {
     case Variant::Avx512: return "avx512";
     case Variant::Amx: return "amx";
     case Variant::Avx2FourStreams: return "avx2-4streams";
+    case Variant::Avx2NearPrefetch: return "avx2-prefetch1k";
   }
   return "?";
 }
@@ -53,13 +54,14 @@ const PackedKernel* packed_kernel_for(Variant v, DType t) {
       return simd_level() >= SimdLevel::AVX512 && cpu_features().avx512_vnni ? packed_kernel_avx512(t) : nullptr;
     case Variant::Amx: return simd_level() >= SimdLevel::AMX ? amx::packed_kernel(t) : nullptr;
     case Variant::Avx2FourStreams: return simd_level() >= SimdLevel::AVX2 ? packed_kernel_avx2_four_streams(t) : nullptr;
+    case Variant::Avx2NearPrefetch: return simd_level() >= SimdLevel::AVX2 ? packed_kernel_avx2_near_prefetch(t) : nullptr;
   }
   return nullptr;
 }
 
 bool kernel_choice_applies() {
   if (cpu_features().avx512_vnni) return simd_level() >= SimdLevel::AVX512;
-  return simd_level() >= SimdLevel::AVX2;  // AVX2's kernels are the CPU's best: its two walks
+  return simd_level() >= SimdLevel::AVX2;  // AVX2's kernels are the CPU's best: its decode variants
 }
 
 bool has_kernel_choice(DType t) {
@@ -77,7 +79,7 @@ int choosable_index(DType t) {
 Variant runnable_variant(Variant v, DType t) {
   if (v == Variant::Amx && !packed_kernel_for(v, t)) v = Variant::Avx512;
   if (v == Variant::Avx512 && !packed_kernel_for(v, t)) v = Variant::Avx2;
-  if (v == Variant::Avx2FourStreams && !packed_kernel_for(v, t)) v = Variant::Avx2;
+  if (is_avx2_decode_variant(v) && !packed_kernel_for(v, t)) v = Variant::Avx2;
   return v;
 }
 

@@ -29,9 +29,17 @@ const char* regime_name(Regime r);  // "decode", "batch", "prefill"
 // row groups at once and leaves prefetching to the hardware (packed_tiles.h,
 // for_each_group_quad), for Q8_0 and the 32-element formats; it differs from Avx2 only in
 // decode. One more variant to choose between on CPUs whose best is AVX2.
-enum class Variant : uint8_t { Avx2 = 0, Avx512 = 1, Amx = 2, Avx2FourStreams = 3 };
-constexpr int kVariants = 4;
-const char* variant_name(Variant v);  // "avx2", "avx512", "amx", "avx2-4streams"
+// Avx2NearPrefetch: the AVX2 kernel whose decode pairs prefetch 1 KiB ahead instead of 2
+// (packed_tiles.h, kNearPrefetchDistance), for the formats above and Q4_K, Q5_K; it too
+// differs from Avx2 only in decode.
+enum class Variant : uint8_t { Avx2 = 0, Avx512 = 1, Amx = 2, Avx2FourStreams = 3, Avx2NearPrefetch = 4 };
+constexpr int kVariants = 5;
+const char* variant_name(Variant v);  // "avx2", "avx512", "amx", "avx2-4streams", "avx2-prefetch1k"
+// The variants that are AVX2's kernel with another decode (fewer than 4 tokens): measured
+// for decode only, and where a type has no such kernel it runs plain Avx2.
+constexpr bool is_avx2_decode_variant(Variant v) {
+  return v == Variant::Avx2FourStreams || v == Variant::Avx2NearPrefetch;
+}
 
 // The weight types whose packed kernel has an AVX-512 variant besides the AVX2 one.
 inline constexpr std::array<DType, 8> kChoosableTypes = {DType::Q4_0, DType::Q5_0, DType::Q4_1, DType::Q5_1,
@@ -40,18 +48,19 @@ int choosable_index(DType t);  // its index in kChoosableTypes, or -1
 
 // Bumped when a kernel changes enough that cached measurements no longer hold (2: AMX; 3:
 // decode timed beyond the caches, see CalibrationPlan::decode_stream_bytes, and the AVX-512
-// decode walk of far-apart group pairs, packed_tiles_avx512.h; 4: avx2-4streams).
-constexpr int kKernelAbi = 4;
+// decode walk of far-apart group pairs, packed_tiles_avx512.h; 4: avx2-4streams; 5:
+// avx2-prefetch1k).
+constexpr int kKernelAbi = 5;
 
 // The packed kernel of variant v for weights of type t at the current SIMD level (simd_level,
 // cpu_features), or nullptr when that variant cannot run it here (the caller falls back to a
 // narrower variant: every variant of a type reads the same groups and gives the same bits).
 const PackedKernel* packed_kernel_for(Variant v, DType t);
 // The variant that runs where v is chosen: v, or the next narrower one that has a kernel for t
-// here (Amx, then Avx512, then Avx2; Avx2FourStreams, then Avx2).
+// here (Amx, then Avx512, then Avx2; Avx2FourStreams or Avx2NearPrefetch, then Avx2).
 Variant runnable_variant(Variant v, DType t);
 // Whether there is a variant to choose at the current SIMD level: the AVX-512 VNNI ones
-// besides AVX2's, or, where AVX2 is the CPU's best, AVX2's two decode walks. False when
+// besides AVX2's, or, where AVX2 is the CPU's best, AVX2's decode variants. False when
 // EMBER_SIMD (or set_simd_level) keeps a CPU with AVX-512 VNNI below it: the level is forced,
 // and every type runs its plain AVX2 kernel.
 bool kernel_choice_applies();

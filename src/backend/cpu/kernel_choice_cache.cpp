@@ -19,13 +19,25 @@ namespace {
 constexpr const char* kFormat = "ember-kernel-choice";
 constexpr size_t kMaxCacheBytes = 1 << 20;  // a real file is a few KiB
 
+// A variant's figure in an entry: "avx2_gbs", "avx2_4streams_gbs", ...
+std::string gbs_key(Variant v) {
+  std::string key = variant_name(v);
+  for (char& ch : key)
+    if (ch == '-') ch = '_';
+  return key + "_gbs";
+}
+
+// AVX2's and AVX-512's figures are always written (0: not measured here); the others only
+// where measured (AMX where the CPU has it, AVX2's decode variants for decode).
+bool always_written(Variant v) { return v == Variant::Avx2 || v == Variant::Avx512; }
+
 json::Value regime_json(const VariantSpeeds& s) {
   json::Value v = json::Value::object();
   v["use"] = variant_name(s.faster());
-  v["avx2_gbs"] = s.gbs[0];
-  v["avx512_gbs"] = s.gbs[1];
-  if (s.gbs[2] > 0) v["amx_gbs"] = s.gbs[2];  // measured only where the CPU has AMX
-  if (const double four = s.of(Variant::Avx2FourStreams); four > 0) v["avx2_4streams_gbs"] = four;  // decode only
+  for (int i = 0; i < kVariants; ++i) {
+    const auto variant = static_cast<Variant>(i);
+    if (always_written(variant) || s.of(variant) > 0) v[gbs_key(variant)] = s.of(variant);
+  }
   return v;
 }
 
@@ -37,11 +49,9 @@ json::Value type_json(const TypeSpeeds& t) {
 
 Variant parse_variant(const json::Value& v) {
   const std::string& s = json::as_string(v, "\"use\"");
-  if (s == "avx2") return Variant::Avx2;
-  if (s == "avx512") return Variant::Avx512;
-  if (s == "amx") return Variant::Amx;
-  if (s == "avx2-4streams") return Variant::Avx2FourStreams;
-  fail(ErrorKind::Format, "\"use\": expected avx2, avx2-4streams, avx512 or amx, got '{}'", s);
+  for (int i = 0; i < kVariants; ++i)
+    if (s == variant_name(static_cast<Variant>(i))) return static_cast<Variant>(i);
+  fail(ErrorKind::Format, "\"use\": expected avx2, avx2-4streams, avx2-prefetch1k, avx512 or amx, got '{}'", s);
 }
 
 // The entries of one thread count; throws Error(Format) on a malformed one.
@@ -58,11 +68,12 @@ void parse_types(const json::Value& by_type, CachedSpeeds& out) {
     for (int r = 0; r < kRegimes; ++r) {
       const json::Value& e = json::at(regimes, regime_name(static_cast<Regime>(r)));
       use[r] = parse_variant(json::at(e, "use"));
-      speeds.regime[r].gbs[0] = json::as_double(json::at(e, "avx2_gbs"), "avx2_gbs");
-      speeds.regime[r].gbs[1] = json::as_double(json::at(e, "avx512_gbs"), "avx512_gbs");
-      if (const json::Value* amx = json::find(e, "amx_gbs")) speeds.regime[r].gbs[2] = json::as_double(*amx, "amx_gbs");
-      if (const json::Value* four = json::find(e, "avx2_4streams_gbs"))
-        speeds.regime[r].gbs[static_cast<int>(Variant::Avx2FourStreams)] = json::as_double(*four, "avx2_4streams_gbs");
+      for (int i = 0; i < kVariants; ++i) {
+        const auto variant = static_cast<Variant>(i);
+        const std::string key = gbs_key(variant);
+        const json::Value* gbs = always_written(variant) ? &json::at(e, key) : json::find(e, key);
+        if (gbs) speeds.regime[r].gbs[i] = json::as_double(*gbs, key.c_str());
+      }
     }
     out.types.push_back(speeds);
     out.use.push_back(use);

@@ -2,13 +2,14 @@
 // one JSON file under the user's cache folder, for one CPU (CPUID brand string), ember
 // version and kernel ABI, holding one set of measurements per thread count:
 //
-//   {"format": "ember-kernel-choice", "cpu": "...", "ember": "0.1.0", "abi": 4,
+//   {"format": "ember-kernel-choice", "cpu": "...", "ember": "0.1.0", "abi": 5,
 //    "threads": {"2": {"Q4_0": {"decode": {"use": "avx2", "avx2_gbs": 14.2, "avx512_gbs": 12.9},
 //                               "batch": {...}, "prefill": {...}}}}}
 //
 // ("amx_gbs" besides, where the CPU has AMX and the type an AMX kernel, "use" then maybe
-// "amx"; "avx2_4streams_gbs" for decode, where the type has that walk, "use" maybe
-// "avx2-4streams"; "avx512_gbs" is 0 where the CPU has no AVX-512 VNNI.)
+// "amx"; "avx2_4streams_gbs" and "avx2_prefetch1k_gbs" for decode, where the type has those
+// kernels, "use" maybe "avx2-4streams" or "avx2-prefetch1k"; "avx512_gbs" is 0 where the CPU
+// has no AVX-512 VNNI.)
 //
 // A file that does not parse, or was made for another CPU, version or ABI, is ignored with a
 // one-line warning (and replaced by the next write); reading never throws.

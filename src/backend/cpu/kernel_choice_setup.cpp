@@ -19,7 +19,7 @@ namespace {
 // "avx2 14.2 vs avx512 12.9 GB/s": the variants measured, AVX2's always.
 std::string speeds_text(const VariantSpeeds& s) {
   std::string out = fmt::format("avx2 {:.1f}", s.of(Variant::Avx2));
-  for (Variant v : {Variant::Avx2FourStreams, Variant::Avx512, Variant::Amx})
+  for (Variant v : {Variant::Avx2FourStreams, Variant::Avx2NearPrefetch, Variant::Avx512, Variant::Amx})
     if (s.of(v) > 0) out += fmt::format(" vs {} {:.1f}", variant_name(v), s.of(v));
   return out + " GB/s";
 }

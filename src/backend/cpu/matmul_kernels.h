@@ -75,6 +75,9 @@ const PackedKernel* packed_kernel_avx2(DType w);
 // The same layout read with the four-stream decode walk (kernel_choice.h's avx2-4streams),
 // or nullptr for the types that keep the pairs.
 const PackedKernel* packed_kernel_avx2_four_streams(DType w);
+// The same layout with decode's pairs prefetching kNearPrefetchDistance ahead (kernel_choice.h's
+// avx2-prefetch1k), or nullptr for the types without it (Q6_K tunes its own distance).
+const PackedKernel* packed_kernel_avx2_near_prefetch(DType w);
 
 // Activation rows are swept in blocks of this many tokens so that a block stays in L2 while
 // every weight row of the thread's share meets it (weights are then read once per block).

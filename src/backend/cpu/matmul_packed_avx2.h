@@ -24,4 +24,14 @@ extern const PackedKernel kPackedQ4_1x8Avx2FourStreams;  // matmul_packed_q32_av
 extern const PackedKernel kPackedQ5_1x8Avx2FourStreams;  // matmul_packed_q32_avx2.cpp
 extern const PackedKernel kPackedQ8_0x8Avx2FourStreams;  // matmul_packed_q8_0_avx2.cpp
 
+// The same kernels whose decode pairs prefetch kNearPrefetchDistance ahead (packed_tiles.h):
+// the "avx2-prefetch1k" variant of kernel_choice.h.
+extern const PackedKernel kPackedQ4_0x8Avx2NearPrefetch;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ5_0x8Avx2NearPrefetch;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ4_1x8Avx2NearPrefetch;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ5_1x8Avx2NearPrefetch;  // matmul_packed_q32_avx2.cpp
+extern const PackedKernel kPackedQ8_0x8Avx2NearPrefetch;  // matmul_packed_q8_0_avx2.cpp
+extern const PackedKernel kPackedQ4_Kx8Avx2NearPrefetch;  // matmul_packed_q4_k_avx2.cpp
+extern const PackedKernel kPackedQ5_Kx8Avx2NearPrefetch;  // matmul_packed_q5_k_avx2.cpp
+
 }  // namespace ember::cpu

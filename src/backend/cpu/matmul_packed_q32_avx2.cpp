@@ -39,7 +39,7 @@ inline __m256i broadcast4(const int8_t* p) {
 // lockstep (for_each_group_pair). Each group and token goes through the same operations
 // whatever S and RN. noinline keeps the prefill tile a call, as before the decode pair was
 // added (GCC then inlined it into tile(); the same change cost Q8_0's prefill ~4%).
-template <class F, int RN, int S = 1>
+template <class F, int RN, int S = 1, size_t kDistance = kPrefetchDistance>
 [[gnu::noinline]] void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
   const uint8_t* group[S];
   for (int i = 0; i < S; ++i) group[i] = p.w + gs[i] * p.w_stride;
@@ -58,7 +58,7 @@ template <class F, int RN, int S = 1>
       // that meet each group once, and its weights come from memory (Q4_0 pp16 at
       // EMBER_SIMD=avx2, alternated: 91-95 -> 102-112 t/s; pp256 unchanged within noise).
       // Not for four groups (the avx2-4streams walk, for_each_group_quad).
-      if constexpr (S < 4) prefetch_ahead(blk, F::kBlockBytes);
+      if constexpr (S < 4) prefetch_ahead(blk, F::kBlockBytes, kDistance);
       __m256i plane = _mm256_setzero_si256();
       if constexpr (F::kFifthBit) plane = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + F::kPlane));
       // Each token's int16 sums take the maddubs products in order (low then high nibbles of
@@ -132,10 +132,18 @@ void tile_four_streams(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, 
   });
 }
 
-template <class F, bool kFourStreams = false>
-constexpr PackedKernel kernel() {
-  return {kRows, packed32::group_bytes<F>, packed32::pack_group<F>, ActFormat::Q8S,
-          kFourStreams ? tile_four_streams<F> : tile<F>};
+// The avx2-prefetch1k variant (kernel_choice.h): decode's pairs prefetch kNearPrefetchDistance
+// ahead; tiles of 4 tokens or more are tile()'s.
+template <class F>
+void tile_near_prefetch(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (c1 - c0 >= 4) return tile<F>(p, r0, r1, c0, c1);
+  decode_group_pairs(p, kRows, r0, r1, c0, c1, micro<F, 1, 2, kNearPrefetchDistance>,
+                     micro<F, 1, 1, kNearPrefetchDistance>);
+}
+
+template <class F>
+constexpr PackedKernel kernel(TileFn walk = tile<F>) {
+  return {kRows, packed32::group_bytes<F>, packed32::pack_group<F>, ActFormat::Q8S, walk};
 }
 
 }  // namespace
@@ -144,9 +152,13 @@ const PackedKernel kPackedQ4_0x8Avx2 = kernel<packed32::Q4_0>();
 const PackedKernel kPackedQ5_0x8Avx2 = kernel<packed32::Q5_0>();
 const PackedKernel kPackedQ4_1x8Avx2 = kernel<packed32::Q4_1>();
 const PackedKernel kPackedQ5_1x8Avx2 = kernel<packed32::Q5_1>();
-const PackedKernel kPackedQ4_0x8Avx2FourStreams = kernel<packed32::Q4_0, true>();
-const PackedKernel kPackedQ5_0x8Avx2FourStreams = kernel<packed32::Q5_0, true>();
-const PackedKernel kPackedQ4_1x8Avx2FourStreams = kernel<packed32::Q4_1, true>();
-const PackedKernel kPackedQ5_1x8Avx2FourStreams = kernel<packed32::Q5_1, true>();
+const PackedKernel kPackedQ4_0x8Avx2FourStreams = kernel<packed32::Q4_0>(tile_four_streams<packed32::Q4_0>);
+const PackedKernel kPackedQ5_0x8Avx2FourStreams = kernel<packed32::Q5_0>(tile_four_streams<packed32::Q5_0>);
+const PackedKernel kPackedQ4_1x8Avx2FourStreams = kernel<packed32::Q4_1>(tile_four_streams<packed32::Q4_1>);
+const PackedKernel kPackedQ5_1x8Avx2FourStreams = kernel<packed32::Q5_1>(tile_four_streams<packed32::Q5_1>);
+const PackedKernel kPackedQ4_0x8Avx2NearPrefetch = kernel<packed32::Q4_0>(tile_near_prefetch<packed32::Q4_0>);
+const PackedKernel kPackedQ5_0x8Avx2NearPrefetch = kernel<packed32::Q5_0>(tile_near_prefetch<packed32::Q5_0>);
+const PackedKernel kPackedQ4_1x8Avx2NearPrefetch = kernel<packed32::Q4_1>(tile_near_prefetch<packed32::Q4_1>);
+const PackedKernel kPackedQ5_1x8Avx2NearPrefetch = kernel<packed32::Q5_1>(tile_near_prefetch<packed32::Q5_1>);
 
 }  // namespace ember::cpu

@@ -39,5 +39,6 @@ struct Q4KCodes {
 }  // namespace
 
 const PackedKernel kPackedQ4_Kx8Avx2 = q45::Kernel<Q4KCodes>::packed();
+const PackedKernel kPackedQ4_Kx8Avx2NearPrefetch = q45::Kernel<Q4KCodes>::packed(q45::Kernel<Q4KCodes>::tile_near_prefetch);
 
 }  // namespace ember::cpu

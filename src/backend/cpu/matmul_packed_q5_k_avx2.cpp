@@ -58,5 +58,6 @@ struct Q5KCodes {
 }  // namespace
 
 const PackedKernel kPackedQ5_Kx8Avx2 = q45::Kernel<Q5KCodes>::packed();
+const PackedKernel kPackedQ5_Kx8Avx2NearPrefetch = q45::Kernel<Q5KCodes>::packed(q45::Kernel<Q5KCodes>::tile_near_prefetch);
 
 }  // namespace ember::cpu

@@ -62,7 +62,7 @@ inline int32_t load_i32(const int8_t* p) {
 // count): neighbours (step 1) in prefill tiles, far apart for decode (for_each_group_pair).
 // noinline: GCC inlined the 2 x 4 tile into tile() once the decode pair was added, and the
 // prefill matmul ran ~4% slower (ember bench-ops, Q8_0 512 x 4096 x 4096).
-template <int G, int RN>
+template <int G, int RN, size_t kDistance = kPrefetchDistance>
 [[gnu::noinline]] void micro(const MatmulArgs& p, int64_t g, int64_t step, int64_t r_end, int64_t c) {
   const int64_t nb = blocks(p.k);
   const uint8_t* scales[G];
@@ -82,8 +82,8 @@ template <int G, int RN>
     // avx2-4streams walk, for_each_group_quad: the hardware prefetchers do better alone).
     if constexpr (RN == 1 && G < 4) {
       for (int i = 0; i < G; ++i) {
-        prefetch_ahead(scales[i] + b * kScaleBytes, kScaleBytes);
-        prefetch_ahead(codes[i] + b * kCodeBytes, kCodeBytes);
+        prefetch_ahead(scales[i] + b * kScaleBytes, kScaleBytes, kDistance);
+        prefetch_ahead(codes[i] + b * kCodeBytes, kCodeBytes, kDistance);
       }
     }
     __m256i dot[G][RN];
@@ -136,9 +136,20 @@ void tile_four_streams(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, 
   });
 }
 
+// The avx2-prefetch1k variant (kernel_choice.h): decode's pairs prefetch kNearPrefetchDistance
+// ahead; tiles of 4 tokens or more are tile()'s.
+void tile_near_prefetch(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  if (c1 - c0 >= 4) return tile(p, r0, r1, c0, c1);
+  for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
+    n == 2 ? micro<2, 1, kNearPrefetchDistance>(p, gs[0], gs[1] - gs[0], r1, c)
+           : micro<1, 1, kNearPrefetchDistance>(p, gs[0], 1, r1, c);
+  });
+}
+
 }  // namespace
 
 const PackedKernel kPackedQ8_0x8Avx2{kRows, group_bytes, pack_group, ActFormat::Q8S, tile};
 const PackedKernel kPackedQ8_0x8Avx2FourStreams{kRows, group_bytes, pack_group, ActFormat::Q8S, tile_four_streams};
+const PackedKernel kPackedQ8_0x8Avx2NearPrefetch{kRows, group_bytes, pack_group, ActFormat::Q8S, tile_near_prefetch};
 
 }  // namespace ember::cpu

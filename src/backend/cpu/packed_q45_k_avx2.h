@@ -139,7 +139,7 @@ struct Kernel {
   // of a whole super-block or of a pair of sub-blocks gained nothing (Q4_K_M tg128, within
   // noise); these did (see tile()). Each group and token goes through the same operations
   // whatever S and RN.
-  template <int RN, int S = 1>
+  template <int RN, int S = 1, size_t kDistance = kPrefetchDistance>
   [[gnu::noinline]] static void micro(const MatmulArgs& p, const int64_t* gs, int64_t r_end, int64_t c) {
     const uint8_t* group[S];
     for (int i = 0; i < S; ++i) group[i] = p.w + gs[i] * p.w_stride;
@@ -163,7 +163,7 @@ struct Kernel {
         for (int i = 0; i < S; ++i) {
           // Decode prefetch a quarter super-block at a time, not all 18-22 lines at its start:
           // ember bench tg128 Q4_K_M, 9 alternated rounds, median roofline share 85.7 -> 87.7%.
-          if constexpr (RN == 1) prefetch_ahead(sb[i] + pair * (kSuperBytes / 4), kSuperBytes / 4);
+          if constexpr (RN == 1) prefetch_ahead(sb[i] + pair * (kSuperBytes / 4), kSuperBytes / 4, kDistance);
           sc_lo[i] = scales[i].scale(2 * pair);
           sc_hi[i] = scales[i].scale(2 * pair + 1);
         }
@@ -218,7 +218,14 @@ struct Kernel {
         [&](int64_t g, int64_t c) { micro<1>(p, &g, r1, c); });
   }
 
-  static constexpr PackedKernel packed() { return {kRows, group_bytes, pack_group, ActFormat::Q8K, tile}; }
+  // The avx2-prefetch1k variant (kernel_choice.h): decode's pairs prefetch
+  // kNearPrefetchDistance ahead; tiles of 4 tokens or more are tile()'s.
+  static void tile_near_prefetch(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    if (c1 - c0 >= 4) return tile(p, r0, r1, c0, c1);
+    decode_group_pairs(p, kRows, r0, r1, c0, c1, micro<1, 2, kNearPrefetchDistance>, micro<1, 1, kNearPrefetchDistance>);
+  }
+
+  static constexpr PackedKernel packed(TileFn walk = tile) { return {kRows, group_bytes, pack_group, ActFormat::Q8K, walk}; }
 };
 
 }  // namespace q45

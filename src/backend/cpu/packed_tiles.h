@@ -139,6 +139,15 @@ inline void packed_group_walk(int group_rows, int64_t r0, int64_t r1, int64_t c0
 // machine (per-token A/B in one process) 1536 and 3072 did worse than 2048, 4096 worse still.
 constexpr size_t kPrefetchDistance = 2048;
 
+// The decode distance of the "avx2-prefetch1k" variant (kernel_choice.h), for CPUs where the
+// rule above gives less: on this project's Zen 3 VM (2 cores, 25-40 GB/s) 1 KiB read Q4_K
+// faster than 2 KiB. ember bench-ops, 4096-wide matrices from DRAM, 2 threads, 3 alternated
+// rounds: Q4_K 89-95% -> 93-100% of the read bandwidth; tools/bench-ab, TinyLlama-shaped
+// Q4_K_M tg64: 85.3 -> 92.3% of the roofline (8 rounds, higher in all), 89.4 -> 91.4% (6).
+// Q5_K, Q6_K and Q4_1 measured within noise of 2 KiB there. Which distance a CPU runs for a
+// type is measured (kernel_calibration.h), not assumed.
+constexpr size_t kNearPrefetchDistance = 1024;
+
 // Prefetches the lines of [p, p + bytes) shifted `distance` ahead. Called once per block
 // (or part of a block) of a stream, so consecutive calls cover the stream without gaps (a
 // line may be asked for twice; past the end of the buffer a prefetch is dropped, never a
