@@ -19,6 +19,12 @@
 //   y_r += (d_r * da) * S_r.
 // A token's outputs go through the same f32 operations whatever the tile width, so one
 // token alone gives bitwise what it gives inside a batch.
+// Prefill is bound by the multiply pipes: on Zen 3 vpsignb shares the two that run maddubs
+// and madd (12 of any mix of the three take 6 cycles, against 3 with vpaddd or vpxor), and
+// the 2 x 4 tile's 26 such ops per code load take the 13 cycles it measures. Applying the
+// sign with vpxor instead (maddubs(|w|, a ^ (w < 0)), plus each row's sum of |w| over w < 0
+// added back per block) measured 7% faster without that correction and 8% slower with it
+// (ember bench-ops Q8_0 matmul, alternated), so the sign op stays.
 #include <immintrin.h>
 
 #include <cstring>
