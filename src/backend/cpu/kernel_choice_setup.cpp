@@ -52,7 +52,7 @@ std::vector<DType> packed_types(std::span<const MatView> packed) {
 }
 
 // Why a model has nothing to choose: no choosable packed type, or only types with one
-// variant at this level ("avx2 everywhere (Q4_K, Q6_K: one variant here)").
+// variant at this level ("avx2 everywhere (Q6_K: one variant here)").
 std::string no_choice_text(const std::vector<DType>& single) {
   if (single.empty()) return "no packed matrix with a choice of variants";
   std::string names;
