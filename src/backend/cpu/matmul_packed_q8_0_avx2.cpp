@@ -146,9 +146,8 @@ void tile_four_streams(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, 
 // ahead; tiles of 4 tokens or more are tile()'s.
 void tile_near_prefetch(const MatmulArgs& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   if (c1 - c0 >= 4) return tile(p, r0, r1, c0, c1);
-  for_each_group_pair(kRows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
-    n == 2 ? micro<2, 1, kNearPrefetchDistance>(p, gs[0], gs[1] - gs[0], r1, c)
-           : micro<1, 1, kNearPrefetchDistance>(p, gs[0], 1, r1, c);
+  packed_group_decode_walk(kRows, r0, r1, c0, c1, [&]<int G, int RN>(int64_t g, int64_t step, int64_t c) {
+    micro<G, RN, kNearPrefetchDistance>(p, g, step, r1, c);
   });
 }
 

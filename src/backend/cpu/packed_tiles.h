@@ -106,17 +106,21 @@ inline void for_each_group_tile(int group_rows, int64_t r0, int64_t r1, int64_t 
   }
 }
 
-// The whole walk of a kernel whose micro kernel is micro.template operator()<G, RN>(g, step,
-// c): groups g, g + step, ... (G of them) for tokens c .. c+RN-1. Decode pairs far-apart
-// groups (for_each_group_pair); larger steps take tiles of G neighbouring groups x RN tokens.
+// The decode walk of a kernel whose micro kernel is micro.template operator()<G, RN>(g, step,
+// c): groups g, g + step, ... (G of them) for tokens c .. c+RN-1; here far-apart pairs
+// (for_each_group_pair, G = 2, step = their distance) and an odd group left over, RN = 1.
+template <class Micro>
+inline void packed_group_decode_walk(int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Micro&& micro) {
+  for_each_group_pair(group_rows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
+    n == 2 ? micro.template operator()<2, 1>(gs[0], gs[1] - gs[0], c) : micro.template operator()<1, 1>(gs[0], 1, c);
+  });
+}
+
+// The whole walk of such a kernel: decode (fewer than RN tokens) by packed_group_decode_walk;
+// larger steps take tiles of G neighbouring groups x RN tokens.
 template <int G, int RN, class Micro>
 inline void packed_group_walk(int group_rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1, Micro&& micro) {
-  if (c1 - c0 < RN) {
-    for_each_group_pair(group_rows, r0, r1, c0, c1, [&](const int64_t* gs, int n, int64_t c) {
-      n == 2 ? micro.template operator()<2, 1>(gs[0], gs[1] - gs[0], c) : micro.template operator()<1, 1>(gs[0], 1, c);
-    });
-    return;
-  }
+  if (c1 - c0 < RN) return packed_group_decode_walk(group_rows, r0, r1, c0, c1, micro);
   for_each_group_tile<G, RN>(
       group_rows, r0, r1, c0, c1, [&](int64_t g, int64_t c) { micro.template operator()<G, RN>(g, 1, c); },
       [&](int64_t g, int64_t c) { micro.template operator()<1, RN>(g, 1, c); },
