@@ -250,10 +250,9 @@ TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 
 }
 
 TEST_CASE("an f16 cache gives bitwise what an f32 cache of the same values gives") {
-  // f16 rows are converted exactly into the f32 tiles the kernels read, so the kernels see
-  // the f32 cache's values, in the same order, whether rows go a row at a time or in lanes.
-  // (Reading f16 rows in place, converted as loaded, must keep this: it was tried for the
-  // one-row kernel and was slower, as the copy reads each cache row front to back.)
+  // f16 rows are converted exactly, into the f32 tiles the lanes kernel reads or as the
+  // one-row kernel loads them in place, so the kernels see the f32 cache's values, in the
+  // same order, whether rows go a row at a time or in lanes.
   check::Rng rng(23);
   struct Heads {
     int n_head, n_head_kv, head_dim;

@@ -4,7 +4,8 @@
 // m, running sum l and unnormalised output acc per row (online softmax):
 //   m' = max(m, max_j s_j);  acc = acc * e^(m - m') + sum_j e^(s_j - m') v_j;  l likewise
 // so no score matrix larger than rows x kKeyTile ever exists. K and V tiles are decoded from
-// the cache type into a small f32 buffer (f32 caches are read in place), and the rows go
+// the cache type into a small f32 buffer (f32 caches, and f16 ones for rows that go one at a
+// time, are read in place), and the rows go
 // through each tile in blocks of eight that share a KV head, as the lanes of a vector, or
 // one at a time when fewer than four query heads share a KV head (attention_kernels.h):
 // either way a row's bits never depend on the other rows of the batch.
@@ -164,6 +165,7 @@ struct Scratch {
   std::vector<float> total_acc, total_m, total_l;  // the folded splits of each row
   std::vector<int32_t> q_pos;
   std::vector<const float*> k_rows, v_rows;  // head-major: [KV head][key of the tile]
+  std::vector<const uint16_t*> k16_rows, v16_rows;  // the same, f16 rows in the cache (f16_in_place)
   void reserve(int rows, int d, int heads_kv, int block) {
     auto grow = [](auto& b, size_t n) {
       if (b.size() < n) b.resize(n);
@@ -181,6 +183,8 @@ struct Scratch {
     grow(segment, static_cast<size_t>(d) + 2 * block);
     grow(k_rows, static_cast<size_t>(kKeyTile) * heads_kv);
     grow(v_rows, static_cast<size_t>(kKeyTile) * heads_kv);
+    grow(k16_rows, static_cast<size_t>(kKeyTile) * heads_kv);
+    grow(v16_rows, static_cast<size_t>(kKeyTile) * heads_kv);
   }
 };
 
@@ -269,6 +273,12 @@ class ItemRun {
     const bool lanes = plan.group >= attn::kMinLaneGroup;
     block_ = lanes ? kLanes : 1;
     tile_ = lanes ? kern_.tile_rows : kern_.tile_row;
+    // One row at a time, f16 K and V are read in place where the level has that kernel:
+    // each element is used once per row, so decoding the tile first only adds a copy
+    // (written to L2 at decode's run lengths). Rows in lanes reread each element, from
+    // addresses a cache row apart: there the decoded tile was faster (below).
+    f16_in_place_ = !lanes && kv_.k_type == DType::F16 && kv_.v_type == DType::F16 && kern_.tile_row_f16;
+    if (f16_in_place_) tile_ = kern_.tile_row_f16;
     sc.reserve(rows_, d_, plan.heads_kv, QK8_0);
   }
 
@@ -300,6 +310,14 @@ class ItemRun {
   }
   int64_t tile_row(int64_t kt) const { return kv_.row_of(kt * kKeyTile); }  // a tile never straddles blocks
   void prefetch(int64_t kt) const { prefetch_tile(kv_, tile_row(kt), tile_keys(kt), head_begin_, run_); }
+  // Pointers to the f16 rows of the tile's keys [row0, row0 + nk) in the cache, head-major as
+  // decode_tile's.
+  void f16_rows(const void* cache, size_t row_bytes, int64_t row0, int nk, const uint16_t** out) const {
+    const auto* base = static_cast<const uint8_t*>(cache) + row0 * row_bytes;
+    for (int gi = 0; gi < plan_.heads_kv; ++gi)
+      for (int j = 0; j < nk; ++j)
+        out[gi * kKeyTile + j] = reinterpret_cast<const uint16_t*>(base + j * row_bytes) + head_begin_ + gi * d_;
+  }
   bool wanted(int64_t kt) const {
     const KeyTileSpan& span = plan_.spans[kt];
     if (span.max_pos < 0 || span.min_pos > q_max_) return false;
@@ -341,10 +359,15 @@ class ItemRun {
     const KeyTileSpan& span = plan_.spans[kt];
     const int64_t row0 = tile_row(kt);
     const int nk = tile_keys(kt);
-    decode_tile(kern_, kv_.k_type, static_cast<const uint8_t*>(kv_.k) + row0 * kv_.k_row_bytes, kv_.k_row_bytes, nk,
-                head_begin_, plan_.heads_kv, d_, sc_.k.data(), sc_.segment.data(), sc_.k_rows.data());
-    decode_tile(kern_, kv_.v_type, static_cast<const uint8_t*>(kv_.v) + row0 * kv_.v_row_bytes, kv_.v_row_bytes, nk,
-                head_begin_, plan_.heads_kv, d_, sc_.v.data(), sc_.segment.data(), sc_.v_rows.data());
+    if (f16_in_place_) {
+      f16_rows(kv_.k, kv_.k_row_bytes, row0, nk, sc_.k16_rows.data());
+      f16_rows(kv_.v, kv_.v_row_bytes, row0, nk, sc_.v16_rows.data());
+    } else {
+      decode_tile(kern_, kv_.k_type, static_cast<const uint8_t*>(kv_.k) + row0 * kv_.k_row_bytes, kv_.k_row_bytes,
+                  nk, head_begin_, plan_.heads_kv, d_, sc_.k.data(), sc_.segment.data(), sc_.k_rows.data());
+      decode_tile(kern_, kv_.v_type, static_cast<const uint8_t*>(kv_.v) + row0 * kv_.v_row_bytes, kv_.v_row_bytes,
+                  nk, head_begin_, plan_.heads_kv, d_, sc_.v.data(), sc_.segment.data(), sc_.v_rows.data());
+    }
     tr_.k_pos = kv_.slot_pos + row0;
     tr_.nk = nk;
     tr_.all_visible = span.all_filled && span.max_pos <= q_min_ &&
@@ -352,6 +375,8 @@ class ItemRun {
     for (int gi = 0; gi < plan_.heads_kv; ++gi) {
       tr_.k = sc_.k_rows.data() + gi * kKeyTile;
       tr_.v = sc_.v_rows.data() + gi * kKeyTile;
+      tr_.k16 = sc_.k16_rows.data() + gi * kKeyTile;
+      tr_.v16 = sc_.v16_rows.data() + gi * kKeyTile;
       for (int b = 0; b < rows_per_kv_; b += block_) {
         const int r0 = gi * rows_per_kv_ + b;
         tr_.q = sc_.q.data() + static_cast<size_t>(r0) * d_;
@@ -401,6 +426,7 @@ class ItemRun {
   attn::TileRows tr_{};
   int block_;
   void (*tile_)(const attn::TileRows& t);
+  bool f16_in_place_;  // the kernel reads f16 K/V rows in the cache (TileRows::k16, v16)
 };
 
 void run_item(Plan& plan, int64_t item, Scratch& sc) { ItemRun(plan, item, sc).run(); }

@@ -2,10 +2,12 @@
 // integer widening, and a block of up to eight query rows against a key tile with the rows
 // as vector lanes: 4-row x 2-key register-blocked dot products for the scores, the online
 // softmax eight rows at a time (vector exp, soft-cap and visibility mask), and a 2-row x
-// 32-column blocked P.V accumulation.
+// 32-column blocked P.V accumulation; and one row against a tile, keys in the lanes, which
+// also reads f16 K/V rows in place.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "backend/cpu/attention_kernels.h"
 #include "backend/cpu/simd_math_avx2.h"
@@ -71,6 +73,25 @@ void to_f32_rows(DType type, const uint8_t* src, size_t row_bytes, int n_rows, i
   }
 }
 
+// Eight elements of a K or V row as f32: f32 rows (decoded tiles, f32 caches) or f16 rows
+// read in place from the cache by tile_row<uint16_t> (vcvtph2ps is exact: the same values).
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline float elem(const float* p, int x) { return p[x]; }
+inline float elem(const uint16_t* p, int x) { return fp16_to_f32(p[x]); }
+
+// The tile's key and value rows in the element type E the kernel was instantiated for.
+template <class E>
+const E* const* key_rows(const TileRows& t) {
+  if constexpr (std::is_same_v<E, float>) return t.k;
+  else return t.k16;
+}
+template <class E>
+const E* const* value_rows(const TileRows& t) {
+  if constexpr (std::is_same_v<E, float>) return t.v;
+  else return t.v16;
+}
+
 // Rows 0-3 of a block against keys k0 and k1, over the first d8 elements of d:
 // {r0.k0, r1.k0, r2.k0, r3.k0 | r0.k1, r1.k1, r2.k1, r3.k1}. Each of the eight sums runs its
 // own accumulator and is reduced by the same tree, ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)),
@@ -127,9 +148,10 @@ inline __m256 softcap256(__m256 x, float cap) {
 
 // acc[r..r+R) = acc * correction + sum_j p_j v_j, one key after another: row r + i's p_j
 // is s[j * s_stride + r + i] (kLanes for tile_rows' lanes, 1 for tile_row's one row).
-template <int R>
+template <class E, int R>
 inline void block_values(const TileRows& t, const float* s, int s_stride, const float* correction, int r) {
   const int d = t.d;
+  const E* const* v = value_rows<E>(t);
   float* acc = t.acc + static_cast<size_t>(r) * d;
   auto run = [&]<int W>(int x) {
     __m256 a[R][W];
@@ -139,7 +161,7 @@ inline void block_values(const TileRows& t, const float* s, int s_stride, const 
     }
     for (int j = 0; j < t.nk; ++j) {
       __m256 vv[W];
-      for (int w = 0; w < W; ++w) vv[w] = _mm256_loadu_ps(t.v[j] + x + 8 * w);
+      for (int w = 0; w < W; ++w) vv[w] = load8(v[j] + x + 8 * w);
       for (int i = 0; i < R; ++i) {
         const __m256 p = _mm256_broadcast_ss(s + j * s_stride + r + i);
         for (int w = 0; w < W; ++w) a[i][w] = _mm256_fmadd_ps(p, vv[w], a[i][w]);
@@ -154,7 +176,7 @@ inline void block_values(const TileRows& t, const float* s, int s_stride, const 
   for (; x < d; ++x)
     for (int i = 0; i < R; ++i) {
       float a = acc[i * d + x] * correction[r + i];
-      for (int j = 0; j < t.nk; ++j) a = std::fma(s[j * s_stride + r + i], t.v[j][x], a);
+      for (int j = 0; j < t.nk; ++j) a = std::fma(s[j * s_stride + r + i], elem(v[j], x), a);
       acc[i * d + x] = a;
     }
 }
@@ -200,14 +222,16 @@ void tile_rows(const TileRows& t) {
   _mm256_maskstore_ps(t.m, valid, m_new);
 
   int r = 0;
-  for (; r + 2 <= t.n_rows; r += 2) block_values<2>(t, s, kLanes, correction, r);
-  if (r < t.n_rows) block_values<1>(t, s, kLanes, correction, r);
+  for (; r + 2 <= t.n_rows; r += 2) block_values<float, 2>(t, s, kLanes, correction, r);
+  if (r < t.n_rows) block_values<float, 1>(t, s, kLanes, correction, r);
 }
 
 // One row against the tile, keys in the lanes: groups of fewer than kMinLaneGroup query
 // heads per KV head would leave most lanes of tile_rows idle.
+template <class E>
 void tile_row(const TileRows& t) {
   const int d = t.d, d8 = d / 8 * 8, nk = t.nk;
+  const E* const* k = key_rows<E>(t);
   alignas(32) float s[kKeyTile];
   int j = 0;
   for (; j + 4 <= nk; j += 4) {
@@ -215,18 +239,18 @@ void tile_row(const TileRows& t) {
     for (__m256& v : a) v = _mm256_setzero_ps();
     for (int x = 0; x < d8; x += 8) {
       const __m256 qv = _mm256_loadu_ps(t.q + x);
-      for (int c = 0; c < 4; ++c) a[c] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(t.k[j + c] + x), a[c]);
+      for (int c = 0; c < 4; ++c) a[c] = _mm256_fmadd_ps(qv, load8(k[j + c] + x), a[c]);
     }
     _mm_store_ps(s + j, simd::hsum4(a[0], a[1], a[2], a[3]));
   }
   for (; j < nk; ++j) {
     __m256 a = _mm256_setzero_ps();
-    for (int x = 0; x < d8; x += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + x), _mm256_loadu_ps(t.k[j] + x), a);
+    for (int x = 0; x < d8; x += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + x), load8(k[j] + x), a);
     s[j] = simd::hsum(a);
   }
   if (d8 < d)
     for (j = 0; j < nk; ++j)
-      for (int x = d8; x < d; ++x) s[j] += t.q[x] * t.k[j][x];
+      for (int x = d8; x < d; ++x) s[j] += t.q[x] * elem(k[j], x);
 
   // Soft-cap and mask eight keys at a time; keys past nk become -inf.
   const float neg_inf_f = -std::numeric_limits<float>::infinity();
@@ -257,13 +281,13 @@ void tile_row(const TileRows& t) {
   t.l[0] = t.l[0] * correction + simd::hsum(sum);
   t.m[0] = m_new;
 
-  block_values<1>(t, s, 1, &correction, 0);
+  block_values<E, 1>(t, s, 1, &correction, 0);
 }
 
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{to_f32_rows, tile_rows, tile_row};
+  static const Kernels k{to_f32_rows, tile_rows, tile_row<float>, tile_row<uint16_t>};
   return k;
 }
 

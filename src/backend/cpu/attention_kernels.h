@@ -29,6 +29,8 @@ struct TileRows {
   int d;
   const float* const* k;   // nk key rows of d
   const float* const* v;   // nk value rows of d
+  const uint16_t* const* k16;  // or, for tile_row_f16, nk f16 key rows of d in the cache
+  const uint16_t* const* v16;  // and value rows
   const int32_t* k_pos;    // nk key positions (-1: empty slot)
   int nk;                  // 1..kKeyTile
   bool all_visible;        // every key is visible to every row: no mask needed
@@ -51,6 +53,10 @@ struct Kernels {
   void (*tile_rows)(const TileRows& t);
   // The same for one row (n_rows 1), with the keys in the lanes instead.
   void (*tile_row)(const TileRows& t);
+  // tile_row reading f16 K/V rows in place (TileRows::k16, v16), each element converted as
+  // it is loaded: the same values in the same order as from a decoded tile, so the same
+  // bits. Null where a level has none (an f16 tile is then decoded first).
+  void (*tile_row_f16)(const TileRows& t);
 };
 
 const Kernels& scalar_kernels();  // attention_scalar.cpp
