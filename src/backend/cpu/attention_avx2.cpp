@@ -170,7 +170,11 @@ inline void block_values(const TileRows& t, const float* s, int s_stride, const 
     for (int i = 0; i < R; ++i)
       for (int w = 0; w < W; ++w) _mm256_storeu_ps(acc + i * d + x + 8 * w, a[i][w]);
   };
+  // One row (R = 1) takes 64 columns at a time: its 8 accumulators are independent chains,
+  // where 4 wait on the FMA latency. The width changes no element's order of operations.
   int x = 0;
+  if constexpr (R == 1)
+    for (; x + 64 <= d; x += 64) run.template operator()<8>(x);
   for (; x + 32 <= d; x += 32) run.template operator()<4>(x);
   for (; x + 8 <= d; x += 8) run.template operator()<1>(x);
   for (; x < d; ++x)
@@ -233,16 +237,21 @@ void tile_row(const TileRows& t) {
   const int d = t.d, d8 = d / 8 * 8, nk = t.nk;
   const E* const* k = key_rows<E>(t);
   alignas(32) float s[kKeyTile];
+  // Keys 8 at a time (8 independent FMA chains; 4 wait on the latency), then 4, each key's
+  // sum reduced by hsum4 either way; the last nk % 4 keys by hsum.
   int j = 0;
-  for (; j + 4 <= nk; j += 4) {
-    __m256 a[4];
+  auto keys = [&]<int N>() {
+    __m256 a[N];
     for (__m256& v : a) v = _mm256_setzero_ps();
     for (int x = 0; x < d8; x += 8) {
       const __m256 qv = _mm256_loadu_ps(t.q + x);
-      for (int c = 0; c < 4; ++c) a[c] = _mm256_fmadd_ps(qv, load8(k[j + c] + x), a[c]);
+      for (int c = 0; c < N; ++c) a[c] = _mm256_fmadd_ps(qv, load8(k[j + c] + x), a[c]);
     }
-    _mm_store_ps(s + j, simd::hsum4(a[0], a[1], a[2], a[3]));
-  }
+    for (int c = 0; c < N; c += 4) _mm_store_ps(s + j + c, simd::hsum4(a[c], a[c + 1], a[c + 2], a[c + 3]));
+    j += N;
+  };
+  while (j + 8 <= nk) keys.template operator()<8>();
+  if (j + 4 <= nk) keys.template operator()<4>();
   for (; j < nk; ++j) {
     __m256 a = _mm256_setzero_ps();
     for (int x = 0; x < d8; x += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + x), load8(k[j] + x), a);
