@@ -8,7 +8,8 @@
 namespace ember {
 
 namespace {
-// attention.cpp's query tile: kQueryRows (32) rows of tokens x query heads per KV head.
+// Rows of tokens x query heads per KV head that a verify batch may take: within one of
+// attention.cpp's query tiles (kQueryRows, 64 rows).
 constexpr int kAttentionQueryRows = 32;
 }  // namespace
 

@@ -15,7 +15,7 @@
 // attention is the same sequence of float operations whatever the number of rows in the
 // batch (tiling changes which rows share a loaded weight, not the order of the sums), and
 // masked keys contribute exact zeros. The one exception is attention splitting a batch into
-// several query tiles (more than 32 / (query heads per KV head) rows), which changes how the
+// several query tiles (more than 64 / (query heads per KV head) rows), which changes how the
 // key ring is split over threads; the verify batch is capped below that (max_verify_rows),
 // and tests/test_speculative.cpp checks batch-vs-single logits bit for bit.
 //
