@@ -5,10 +5,10 @@
 //   m' = max(m, max_j s_j);  acc = acc * e^(m - m') + sum_j e^(s_j - m') v_j;  l likewise
 // so no score matrix larger than rows x kKeyTile ever exists. K and V tiles are decoded from
 // the cache type into a small f32 buffer (f32 caches, and f16 ones for rows that go one at a
-// time, are read in place), and the rows go
-// through each tile in blocks of eight that share a KV head, as the lanes of a vector, or
-// one at a time when fewer than four query heads share a KV head (attention_kernels.h):
-// either way a row's bits never depend on the other rows of the batch.
+// time, are read in place), and the rows go through each tile in blocks of eight that share
+// a KV head, as the lanes of a vector, or one at a time when fewer than four query heads
+// share a KV head (attention_kernels.h): either way a row's bits never depend on the other
+// rows of the batch.
 //
 // Work items are (KV heads, query tile, key split). Prefill takes one KV head per item, so its
 // many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
@@ -279,7 +279,8 @@ class ItemRun {
     // One row at a time, f16 K and V are read in place where the level has that kernel:
     // each element is used once per row, so decoding the tile first only adds a copy
     // (written to L2 at decode's run lengths). Rows in lanes reread each element, from
-    // addresses a cache row apart: there the decoded tile was faster (below).
+    // addresses a cache row apart: there the decoded tile was faster (README, "Decode
+    // attention at depth").
     f16_in_place_ = !lanes && kv_.k_type == DType::F16 && kv_.v_type == DType::F16 && kern_.tile_row_f16;
     if (f16_in_place_) tile_ = kern_.tile_row_f16;
     sc.reserve(rows_, d_, plan.heads_kv, QK8_0);
