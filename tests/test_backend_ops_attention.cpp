@@ -290,7 +290,7 @@ TEST_CASE("an f16 cache gives bitwise what an f32 cache of the same values gives
     }
 }
 
-// Attends a batch of queries (a query tile: what a verify pass may hold) to a ring filled
+// Attends a batch of queries (by default one query tile of 32 rows) to a ring filled
 // in slot order, as the KV cache fills, then each query alone, at depths where the splits of
 // a ring filled that far change; checks the outputs are bitwise equal.
 static void check_alone_equals_batch(check::Rng& rng, int n_head, int n_head_kv, int n_q = 0) {
@@ -327,8 +327,7 @@ static void check_alone_equals_batch(check::Rng& rng, int n_head, int n_head_kv,
 }
 
 TEST_CASE("a query alone gives bitwise what it gives in a verify batch with later tokens") {
-  // Speculative decoding relies on this (its verify passes stay within one query tile, see
-  // max_verify_rows).
+  // Speculative decoding relies on this (verify passes, kMaxVerifyRows rows of one sequence).
   check::Rng rng(26);
   // Groups of 8 query heads fill the kernels' 8-row blocks with one token each.
   check_alone_equals_batch(rng, 32, 4);

@@ -113,6 +113,11 @@ TEST_CASE("batch --draft-ngram gives greedy requests exactly what run gives them
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("give either --draft FILE or --draft-ngram N, not both") != std::string::npos);
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+
+  const ProcessResult too_far =
+      run_ember({"batch", "-m", aidreams_gguf(), "-f", path, "--draft-ngram", "3", "--draft-max", "32"});
+  CHECK(too_far.exit_code == 2);
+  CHECK(too_far.err.find("--draft-max 32 must be between 1 and 31") != std::string::npos);
 }
 
 // The checkpoint drafts for itself (every greedy draft accepted, sampled ones mostly): the

@@ -34,9 +34,9 @@ Scheduler::Scheduler(Context& ctx, const SchedulerOptions& options, Events event
   for (int s = n_seq - 1; s >= 0; --s) free_slots_.push_back(s);
   need_.assign(n_seq, 0);
   q_dense_.assign(static_cast<size_t>(ctx.n_vocab()), 0.0f);
-  // A sequence's rows stay within one verify pass's bitwise-invariant size, and its rollback
-  // within what sliding-window layers keep behind them (one ubatch).
-  max_rows_ = std::min(max_verify_rows(ctx), ctx.options().n_ubatch);
+  // A sequence's rows stay within the verify cap, and its rollback within what
+  // sliding-window layers keep behind them (one ubatch).
+  max_rows_ = std::min(kMaxVerifyRows, ctx.options().n_ubatch);
   const KVCache& kv = ctx.kv_cache();
   limits_ = SchedulerLimits{ctx.n_ctx(), kv.global_stats().total, kv.block_size(), opts_.draft != nullptr,
                             ctx.options().policy == ContextPolicy::Shift};

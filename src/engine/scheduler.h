@@ -20,9 +20,9 @@
 // last token and the drafts, verified by speculative.h's exact rule (verify_draft) and
 // rolled back past the first rejection. Drafts take only what the step's plain decodes
 // leave of the token budget and the pool (they never preempt anyone), as many as the
-// sequence's acceptance so far makes worth their rows, and at most
-// max_verify_rows - 1 per sequence, so the logits stay bitwise those of single steps: a
-// greedy sequence gives exactly its tokens without drafting. A seeded sampled one draws
+// sequence's acceptance so far makes worth their rows, and at most kMaxVerifyRows - 1 per
+// sequence. The logits stay bitwise those of single steps, so a greedy sequence gives
+// exactly its tokens without drafting. A seeded sampled one draws
 // from the same distribution as plain sampling but consumes its random stream differently:
 // reproducible for the same requests and settings, not the same tokens as without drafts.
 //

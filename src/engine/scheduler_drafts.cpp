@@ -11,7 +11,7 @@
 
 namespace ember {
 
-// Most tokens `s` may draft this step: its own limit, the budget, the bitwise-invariant rows,
+// Most tokens `s` may draft this step: its own limit, the budget, the verify cap,
 // and no more than it may still generate (the step yields up to k + 1 tokens).
 int Scheduler::draft_room(const Sequence& s, int budget) const {
   const int n_tokens = static_cast<int>(s.tokens.size());

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "engine/draft/speculative.h"
 #include "engine/draft/vocab_compat.h"
 #include "engine/loaded_model.h"
 #include "util/error.h"
@@ -14,7 +15,9 @@ void validate(const DraftOptions& o) {
   if (!o.model_path.empty() && o.ngram > 0)
     fail(ErrorKind::InvalidArgument, "give either --draft FILE or --draft-ngram N, not both");
   if (o.ngram < 0) fail(ErrorKind::InvalidArgument, "--draft-ngram {} must be >= 1 (0: off)", o.ngram);
-  if (o.max < 1) fail(ErrorKind::InvalidArgument, "--draft-max {} must be at least 1", o.max);
+  if (o.max < 1 || o.max >= kMaxVerifyRows)
+    fail(ErrorKind::InvalidArgument, "--draft-max {} must be between 1 and {} (one verify pass takes {} rows)", o.max,
+         kMaxVerifyRows - 1, kMaxVerifyRows);
   if (o.min < 1 || o.min > o.max)
     fail(ErrorKind::InvalidArgument, "--draft-min {} must be between 1 and --draft-max {}", o.min, o.max);
 }

@@ -2,22 +2,9 @@
 
 #include <algorithm>
 
-#include "model/model.h"
 #include "sampling/sampler_chain.h"
 
 namespace ember {
-
-namespace {
-// Rows of tokens x query heads per KV head that a verify batch may take: within one of
-// attention.cpp's query tiles (kQueryRows, 64 rows).
-constexpr int kMaxVerifyQueryRows = 32;
-}  // namespace
-
-int max_verify_rows(const Context& target) {
-  const Hparams& hp = target.model().hparams();
-  const int group = hp.n_head_kv > 0 ? hp.n_head / hp.n_head_kv : 1;
-  return std::max(1, kMaxVerifyQueryRows / std::max(1, group));
-}
 
 Candidates residual_distribution(const Candidates& p, std::span<const float> q_dense) {
   Candidates r;

@@ -14,10 +14,10 @@
 // ember's CPU kernels guarantee that: every output element of matmul, norm, rope and
 // attention is the same sequence of float operations whatever the number of rows in the
 // batch (tiling changes which rows share a loaded weight, not the order of the sums), and
-// masked keys contribute exact zeros. The one exception is attention splitting a batch into
-// several query tiles (more than 64 / (query heads per KV head) rows), which changes how the
-// key ring is split over threads; the verify batch is capped below that (max_verify_rows),
-// and tests/test_speculative.cpp checks batch-vs-single logits bit for bit.
+// masked keys contribute exact zeros. Attention walks the keys in fixed splits folded in
+// order, so a row's bits do not depend on how many query tiles the call has either.
+// tests/test_speculative.cpp checks batch-vs-single logits bit for bit at the verify cap
+// (kMaxVerifyRows), and the attention tests prefill chunks of any length.
 //
 // Sampling (temperature > 0) with a fixed seed is reproducible, but draws a different random
 // stream than plain decoding: the same distribution, not the same tokens.
@@ -30,12 +30,12 @@
 
 namespace ember {
 
-class Context;
 class SamplerChain;
 
-// Most rows a verify pass may have so that its logits are bitwise those of single steps
-// (see above): 32 / (query heads per KV head), at least 1.
-int max_verify_rows(const Context& target);
+// Most rows (the last token and its drafts) one sequence's verify pass may take. Exactness
+// does not need a cap (see above); this bounds the work a rejected draft can waste, and is
+// above any useful --draft-max.
+constexpr int kMaxVerifyRows = 32;
 
 // The rejection rule for one drafted token, exposed for tests: accept x with probability
 // min(1, p(x)/q(x)) using uniform u in [0, 1). q_x = 1 for deterministic drafts.
