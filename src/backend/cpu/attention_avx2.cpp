@@ -99,43 +99,51 @@ inline __m256 pair_sums(__m256 x, __m256 y) {
   return _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x88), _mm256_shuffle_ps(x, y, 0xDD));
 }
 
-// Rows 0-3 of a block against keys k0 and k1, over the first d8 elements of d:
-// {r0.k0, r1.k0, r2.k0, r3.k0 | r0.k1, r1.k1, r2.k1, r3.k1}. Each of the eight sums runs its
-// own accumulator and is reduced by the same tree, ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)),
-// so a row's score does not depend on which lane or block it sits in. Each query vector is
-// loaded once for both keys (the empty asm keeps GCC from folding it into both FMAs, which
-// made the loop load-bound).
-inline __m256 dot_4rows_2keys(const float* q, int d, const float* k0, const float* k1, int d8) {
-  __m256 a[8];
+// Rows 0-3 of a block against NK keys, over the first d8 elements of d: out[c] = {r0.kc,
+// r1.kc, r2.kc, r3.kc}. Each sum runs its own accumulator and is reduced by the same tree,
+// ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)), so a row's score does not depend on which lane,
+// block or key group it sits in. Each query vector is loaded once for all NK keys (the
+// empty asm keeps GCC from folding it into every FMA, which made the loop load-bound).
+template <int NK>
+inline void dot_4rows(const float* q, int d, const float* const* k, int d8, __m128* out) {
+  __m256 a[4 * NK];
   for (__m256& v : a) v = _mm256_setzero_ps();
   for (int x = 0; x < d8; x += 8) {
-    const __m256 kv0 = _mm256_loadu_ps(k0 + x), kv1 = _mm256_loadu_ps(k1 + x);
+    __m256 kv[NK];
+    for (int c = 0; c < NK; ++c) kv[c] = _mm256_loadu_ps(k[c] + x);
     for (int r = 0; r < 4; ++r) {
       __m256 qv = _mm256_loadu_ps(q + r * d + x);
       asm("" : "+x"(qv));
-      a[r] = _mm256_fmadd_ps(qv, kv0, a[r]);
-      a[4 + r] = _mm256_fmadd_ps(qv, kv1, a[4 + r]);
+      for (int c = 0; c < NK; ++c) a[4 * c + r] = _mm256_fmadd_ps(qv, kv[c], a[4 * c + r]);
     }
   }
-  const __m256 u0 = pair_sums(pair_sums(a[0], a[1]), pair_sums(a[2], a[3]));
-  const __m256 u1 = pair_sums(pair_sums(a[4], a[5]), pair_sums(a[6], a[7]));
-  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+  for (int c = 0; c < NK; ++c) {
+    const __m256 u = pair_sums(pair_sums(a[4 * c], a[4 * c + 1]), pair_sums(a[4 * c + 2], a[4 * c + 3]));
+    out[c] = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+  }
 }
 
-// s[j * kLanes + r] = q_r . k_j for every key of the tile (lanes >= n_rows hold junk).
+// s[j * kLanes + r] = q_r . k_j for every key of the tile (lanes >= n_rows hold junk): keys
+// three at a time (12 accumulators), then one or two.
 void block_scores(const TileRows& t, float* s) {
   const int d = t.d, d8 = d / 8 * 8;
   const bool upper = t.n_rows > 4;
-  for (int j = 0; j < t.nk; j += 2) {
-    const float* k0 = t.k[j];
-    const float* k1 = t.k[j + 1 < t.nk ? j + 1 : j];
-    const __m256 lo = dot_4rows_2keys(t.q, d, k0, k1, d8);
-    const __m256 hi = upper ? dot_4rows_2keys(t.q + 4 * d, d, k0, k1, d8) : _mm256_setzero_ps();
-    _mm256_store_ps(s + j * kLanes, _mm256_permute2f128_ps(lo, hi, 0x20));
-    if (j + 1 < t.nk) _mm256_store_ps(s + (j + 1) * kLanes, _mm256_permute2f128_ps(lo, hi, 0x31));
-  }
+  int j = 0;
+  auto keys = [&]<int NK>() {
+    __m128 lo[NK], hi[NK];
+    dot_4rows<NK>(t.q, d, t.k + j, d8, lo);
+    if (upper) dot_4rows<NK>(t.q + 4 * d, d, t.k + j, d8, hi);
+    for (int c = 0; c < NK; ++c) {
+      _mm_store_ps(s + (j + c) * kLanes, lo[c]);
+      _mm_store_ps(s + (j + c) * kLanes + 4, upper ? hi[c] : _mm_setzero_ps());
+    }
+    j += NK;
+  };
+  while (j + 3 <= t.nk) keys.template operator()<3>();
+  if (j + 2 <= t.nk) keys.template operator()<2>();
+  if (j < t.nk) keys.template operator()<1>();
   if (d8 < d)
-    for (int j = 0; j < t.nk; ++j)
+    for (j = 0; j < t.nk; ++j)
       for (int r = 0; r < t.n_rows; ++r)
         for (int x = d8; x < d; ++x) s[j * kLanes + r] += t.q[r * d + x] * t.k[j][x];
 }
