@@ -4,11 +4,11 @@
 // m, running sum l and unnormalised output acc per row (online softmax):
 //   m' = max(m, max_j s_j);  acc = acc * e^(m - m') + sum_j e^(s_j - m') v_j;  l likewise
 // so no score matrix larger than rows x kKeyTile ever exists. K and V tiles are decoded from
-// the cache type into a small f32 buffer (f32 caches, and f16 ones for rows that go one at a
-// time, are read in place), and the rows go through each tile in blocks of eight that share
-// a KV head, as the lanes of a vector, or one at a time when fewer than four query heads
-// share a KV head (attention_kernels.h): either way a row's bits never depend on the other
-// rows of the batch.
+// the cache type into a small f32 buffer (f32 caches, and f16 ones for rows that go in
+// their own arithmetic, are read in place), and the rows go through each tile in blocks of
+// eight that share a KV head, as the lanes of a vector, or each in its own arithmetic (keys
+// in the lanes) when fewer than four query heads share a KV head (attention_kernels.h):
+// either way a row's bits never depend on the other rows of the batch.
 //
 // Work items are (KV heads, query tile, key split). Prefill takes one KV head per item, so its
 // many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
@@ -272,15 +272,16 @@ class ItemRun {
     tr_.d = d_;  // the fields every tile and block share; compute_tile sets the rest
     tr_.window = p_.window;
     tr_.softcap = p_.softcap;
-    // Rows as lanes of a block, or one at a time for small groups (kMinLaneGroup).
+    // Rows as lanes of a block, or each in its own arithmetic for small groups
+    // (kMinLaneGroup); either kernel takes blocks of up to kLanes rows of one KV head.
     const bool lanes = plan.group >= attn::kMinLaneGroup;
-    block_ = lanes ? kLanes : 1;
     tile_ = lanes ? kern_.tile_rows : kern_.tile_row;
-    // One row at a time, f16 K and V are read in place where the level has that kernel:
-    // each element is used once per row, so decoding the tile first only adds a copy
-    // (written to L2 at decode's run lengths). Rows in lanes reread each element, from
-    // addresses a cache row apart: there the decoded tile was faster (README, "Decode
-    // attention at depth").
+    // Rows in their own arithmetic read f16 K and V in place where the level has that
+    // kernel: each element is converted as it is loaded, once per row in decode (where
+    // decoding the tile first only adds a copy, written to L2 at decode's run lengths) and
+    // once per two or four rows in prefill (as fast as the decoded tile, measured for MHA
+    // 16:16 x 128). Rows in lanes reread each element, from addresses a cache row apart:
+    // there the decoded tile was faster (README, "Decode attention at depth").
     f16_in_place_ = !lanes && kv_.k_type == DType::F16 && kv_.v_type == DType::F16 && kern_.tile_row_f16;
     if (f16_in_place_) tile_ = kern_.tile_row_f16;
     sc.reserve(rows_, d_, plan.heads_kv, QK8_0);
@@ -381,11 +382,11 @@ class ItemRun {
       tr_.v = sc_.v_rows.data() + gi * kKeyTile;
       tr_.k16 = sc_.k16_rows.data() + gi * kKeyTile;
       tr_.v16 = sc_.v16_rows.data() + gi * kKeyTile;
-      for (int b = 0; b < rows_per_kv_; b += block_) {
+      for (int b = 0; b < rows_per_kv_; b += kLanes) {
         const int r0 = gi * rows_per_kv_ + b;
         tr_.q = sc_.q.data() + static_cast<size_t>(r0) * d_;
         tr_.q_pos = sc_.q_pos.data() + r0;
-        tr_.n_rows = std::min(block_, rows_per_kv_ - b);
+        tr_.n_rows = std::min(kLanes, rows_per_kv_ - b);
         tr_.m = sc_.m.data() + r0;
         tr_.l = sc_.l.data() + r0;
         tr_.acc = sc_.acc.data() + static_cast<size_t>(r0) * d_;
@@ -428,7 +429,6 @@ class ItemRun {
   int32_t q_min_ = 0, q_max_ = 0;  // of its tokens' positions
   int64_t head_begin_, run_;      // the run of each cache row it reads: first element, length
   attn::TileRows tr_{};
-  int block_;
   void (*tile_)(const attn::TileRows& t);
   bool f16_in_place_;  // the kernel reads f16 K/V rows in the cache (TileRows::k16, v16)
 };

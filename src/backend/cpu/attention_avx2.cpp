@@ -165,9 +165,11 @@ inline __m256 softcap256(__m256 x, float cap) {
 }
 
 // acc[r..r+R) = acc * correction + sum_j p_j v_j, one key after another: row r + i's p_j
-// is s[j * s_stride + r + i] (kLanes for tile_rows' lanes, 1 for tile_row's one row).
+// is s[j * key_stride + (r + i) * row_stride] (tile_rows' lanes: kLanes and 1; tile_row's
+// rows: 1 and kKeyTile).
 template <class E, int R>
-inline void block_values(const TileRows& t, const float* s, int s_stride, const float* correction, int r) {
+inline void block_values(const TileRows& t, const float* s, int key_stride, int row_stride, const float* correction,
+                         int r) {
   const int d = t.d;
   const E* const* v = value_rows<E>(t);
   float* acc = t.acc + static_cast<size_t>(r) * d;
@@ -181,7 +183,7 @@ inline void block_values(const TileRows& t, const float* s, int s_stride, const 
       __m256 vv[W];
       for (int w = 0; w < W; ++w) vv[w] = load8(v[j] + x + 8 * w);
       for (int i = 0; i < R; ++i) {
-        const __m256 p = _mm256_broadcast_ss(s + j * s_stride + r + i);
+        const __m256 p = _mm256_broadcast_ss(s + j * key_stride + (r + i) * row_stride);
         for (int w = 0; w < W; ++w) a[i][w] = _mm256_fmadd_ps(p, vv[w], a[i][w]);
       }
     }
@@ -204,7 +206,7 @@ inline void block_values(const TileRows& t, const float* s, int s_stride, const 
   for (; x < d; ++x)
     for (int i = 0; i < R; ++i) {
       float a = acc[i * d + x] * correction[r + i];
-      for (int j = 0; j < t.nk; ++j) a = std::fma(s[j * s_stride + r + i], elem(v[j], x), a);
+      for (int j = 0; j < t.nk; ++j) a = std::fma(s[j * key_stride + (r + i) * row_stride], elem(v[j], x), a);
       acc[i * d + x] = a;
     }
 }
@@ -250,48 +252,65 @@ void tile_rows(const TileRows& t) {
   _mm256_maskstore_ps(t.m, valid, m_new);
 
   int r = 0;
-  for (; r + 4 <= t.n_rows; r += 4) block_values<float, 4>(t, s, kLanes, correction, r);
-  for (; r + 2 <= t.n_rows; r += 2) block_values<float, 2>(t, s, kLanes, correction, r);
-  if (r < t.n_rows) block_values<float, 1>(t, s, kLanes, correction, r);
+  for (; r + 4 <= t.n_rows; r += 4) block_values<float, 4>(t, s, kLanes, 1, correction, r);
+  for (; r + 2 <= t.n_rows; r += 2) block_values<float, 2>(t, s, kLanes, 1, correction, r);
+  if (r < t.n_rows) block_values<float, 1>(t, s, kLanes, 1, correction, r);
 }
 
-// One row against the tile, keys in the lanes: groups of fewer than kMinLaneGroup query
-// heads per KV head would leave most lanes of tile_rows idle.
-template <class E>
-void tile_row(const TileRows& t) {
+// Scores of rows [r, r + R) against every key of the tile, keys in the lanes:
+// s[(r + i) * kKeyTile + j]. Keys go N at a time (8 independent FMA chains for one row; for
+// two rows, 4 keys x 2 rows share each key load), each key's sum reduced by hsum4 in
+// groups of 4 keys; the last nk % 4 keys by hsum. A row's operations are the same whatever
+// R and N, so its bits do not depend on the rows beside it.
+template <class E, int R>
+void row_scores(const TileRows& t, int r, float* s) {
   const int d = t.d, d8 = d / 8 * 8, nk = t.nk;
   const E* const* k = key_rows<E>(t);
-  alignas(32) float s[kKeyTile];
-  // Keys 8 at a time (8 independent FMA chains; 4 wait on the latency), then 4, each key's
-  // sum reduced by hsum4 either way; the last nk % 4 keys by hsum.
   int j = 0;
   auto keys = [&]<int N>() {
-    __m256 a[N];
-    for (__m256& v : a) v = _mm256_setzero_ps();
+    __m256 a[R][N];
+    for (auto& row : a)
+      for (__m256& v : row) v = _mm256_setzero_ps();
     for (int x = 0; x < d8; x += 8) {
-      const __m256 qv = _mm256_loadu_ps(t.q + x);
-      for (int c = 0; c < N; ++c) a[c] = _mm256_fmadd_ps(qv, load8(k[j + c] + x), a[c]);
+      __m256 kv[N];
+      for (int c = 0; c < N; ++c) kv[c] = load8(k[j + c] + x);
+      for (int i = 0; i < R; ++i) {
+        __m256 qv = _mm256_loadu_ps(t.q + (r + i) * d + x);
+        if constexpr (R > 1) asm("" : "+x"(qv));  // one load per row, not one per FMA
+        for (int c = 0; c < N; ++c) a[i][c] = _mm256_fmadd_ps(qv, kv[c], a[i][c]);
+      }
     }
-    for (int c = 0; c < N; c += 4) _mm_store_ps(s + j + c, simd::hsum4(a[c], a[c + 1], a[c + 2], a[c + 3]));
+    for (int i = 0; i < R; ++i)
+      for (int c = 0; c < N; c += 4)
+        _mm_store_ps(s + (r + i) * kKeyTile + j + c, simd::hsum4(a[i][c], a[i][c + 1], a[i][c + 2], a[i][c + 3]));
     j += N;
   };
-  while (j + 8 <= nk) keys.template operator()<8>();
-  if (j + 4 <= nk) keys.template operator()<4>();
-  for (; j < nk; ++j) {
-    __m256 a = _mm256_setzero_ps();
-    for (int x = 0; x < d8; x += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + x), load8(k[j] + x), a);
-    s[j] = simd::hsum(a);
-  }
+  if constexpr (R == 1)
+    while (j + 8 <= nk) keys.template operator()<8>();
+  while (j + 4 <= nk) keys.template operator()<4>();
+  for (; j < nk; ++j)
+    for (int i = 0; i < R; ++i) {
+      __m256 a = _mm256_setzero_ps();
+      for (int x = 0; x < d8; x += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(t.q + (r + i) * d + x), load8(k[j] + x), a);
+      s[(r + i) * kKeyTile + j] = simd::hsum(a);
+    }
   if (d8 < d)
-    for (j = 0; j < nk; ++j)
-      for (int x = d8; x < d; ++x) s[j] += t.q[x] * elem(k[j], x);
+    for (int i = 0; i < R; ++i)
+      for (j = 0; j < nk; ++j)
+        for (int x = d8; x < d; ++x) s[(r + i) * kKeyTile + j] += t.q[(r + i) * d + x] * elem(k[j], x);
+}
 
-  // Soft-cap and mask eight keys at a time; keys past nk become -inf.
+// Row r's online softmax over its scores s (its row of the tile's), in place: soft-cap and
+// mask eight keys at a time (keys past nk become -inf), then p = e^(s - m'); updates m and
+// l, sets the correction e^(m - m') of its accumulator (0 on its first visible tile) and
+// returns true. False, with nothing changed, while the row has seen no key.
+inline bool row_softmax(const TileRows& t, int r, float* s, float& correction) {
+  const int nk = t.nk;
   const float neg_inf_f = -std::numeric_limits<float>::infinity();
   const __m256 neg_inf = _mm256_set1_ps(neg_inf_f);
-  const __m256i qp = _mm256_set1_epi32(t.q_pos[0]);
+  const __m256i qp = _mm256_set1_epi32(t.q_pos[r]);
   __m256 tile_max = neg_inf;
-  for (j = 0; j < nk; j += 8) {
+  for (int j = 0; j < nk; j += 8) {
     const __m256i in_tile = simd::tail_mask(std::min(8, nk - j));
     __m256 sv = _mm256_load_ps(s + j);
     if (t.softcap > 0.0f) sv = softcap256(sv, t.softcap);
@@ -302,20 +321,46 @@ void tile_row(const TileRows& t) {
     _mm256_store_ps(s + j, sv);
     tile_max = _mm256_max_ps(tile_max, sv);
   }
-  const float m_new = std::max(t.m[0], simd::hmax(tile_max));
-  if (m_new == neg_inf_f) return;  // no key seen yet
-  const float correction = _mm256_cvtss_f32(simd::exp256(_mm256_set1_ps(t.m[0] - m_new)));  // 0 on the first
+  const float m_new = std::max(t.m[r], simd::hmax(tile_max));
+  if (m_new == neg_inf_f) return false;
+  correction = _mm256_cvtss_f32(simd::exp256(_mm256_set1_ps(t.m[r] - m_new)));  // 0 on the first
   const __m256 mv = _mm256_set1_ps(m_new);
   __m256 sum = _mm256_setzero_ps();
-  for (j = 0; j < nk; j += 8) {  // masked keys and those past nk: exp(-inf) = 0
+  for (int j = 0; j < nk; j += 8) {  // masked keys and those past nk: exp(-inf) = 0
     const __m256 p = simd::exp256(_mm256_sub_ps(_mm256_load_ps(s + j), mv));
     _mm256_store_ps(s + j, p);
     sum = _mm256_add_ps(sum, p);
   }
-  t.l[0] = t.l[0] * correction + simd::hsum(sum);
-  t.m[0] = m_new;
+  t.l[r] = t.l[r] * correction + simd::hsum(sum);
+  t.m[r] = m_new;
+  return true;
+}
 
-  block_values<E, 1>(t, s, 1, &correction, 0);
+// Rows against the tile one at a time in their arithmetic, keys in the lanes: groups of
+// fewer than kMinLaneGroup query heads per KV head would leave most lanes of tile_rows
+// idle. Rows of the same KV head (a prefill's tokens) share the key and value loads: two
+// rows' scores, four rows' P.V at a time.
+template <class E>
+void tile_row(const TileRows& t) {
+  alignas(32) float s[kKeyTile * kLanes];
+  int r = 0;
+  for (; r + 2 <= t.n_rows; r += 2) row_scores<E, 2>(t, r, s);
+  if (r < t.n_rows) row_scores<E, 1>(t, r, s);
+  float correction[kLanes];
+  bool live[kLanes];
+  for (r = 0; r < t.n_rows; ++r) live[r] = row_softmax(t, r, s + r * kKeyTile, correction[r]);
+  // P.V over each run of rows that have seen a key (the others stay as they are).
+  for (r = 0; r < t.n_rows;) {
+    if (!live[r]) {
+      ++r;
+      continue;
+    }
+    int end = r;
+    while (end < t.n_rows && live[end]) ++end;
+    for (; r + 4 <= end; r += 4) block_values<E, 4>(t, s, 1, kKeyTile, correction, r);
+    for (; r + 2 <= end; r += 2) block_values<E, 2>(t, s, 1, kKeyTile, correction, r);
+    if (r < end) block_values<E, 1>(t, s, 1, kKeyTile, correction, r++);
+  }
 }
 
 }  // namespace

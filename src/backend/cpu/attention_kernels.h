@@ -13,8 +13,9 @@ namespace ember::attn {
 // ops per key. Every row is computed alone (no lane, block or batch neighbour changes its
 // bits), which is what lets a query in a verify batch give bitwise what it gives alone.
 constexpr int kLanes = 8;
-// Below this many query heads per KV head, rows go through a tile one at a time instead
-// (tile_row), whatever the batch: the choice never depends on how many tokens come along.
+// Below this many query heads per KV head, rows go through a tile each in its own
+// arithmetic instead (tile_row), whatever the batch: the choice never depends on how many
+// tokens come along.
 constexpr int kMinLaneGroup = 4;
 constexpr int kKeyTile = 32;  // keys per tile: a 32 x 128 f32 K tile is 16 KiB (L1)
 
@@ -51,7 +52,8 @@ struct Kernels {
                       size_t part_stride);
   // One block of rows against one key tile (TileRows), the rows in the lanes.
   void (*tile_rows)(const TileRows& t);
-  // The same for one row (n_rows 1), with the keys in the lanes instead.
+  // The same with the keys in the lanes instead, each row computed as it would be alone
+  // (the rows only share loads).
   void (*tile_row)(const TileRows& t);
   // tile_row reading f16 K/V rows in place (TileRows::k16, v16), each element converted as
   // it is loaded: the same values in the same order as from a decoded tile, so the same
