@@ -92,18 +92,11 @@ const E* const* value_rows(const TileRows& t) {
   else return t.v16;
 }
 
-// hadd(x, y) as two shuffles and an add: the same sums (x0 + x1, ...) in the same lanes,
-// so the same bits. With the query loads below, one 8-row x 32-key x 64 tile took 1.07 us
-// in place of 1.20 on Zen 3.
-inline __m256 pair_sums(__m256 x, __m256 y) {
-  return _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x88), _mm256_shuffle_ps(x, y, 0xDD));
-}
-
 // Rows 0-3 of a block against NK keys, over the first d8 elements of d: out[c] = {r0.kc,
-// r1.kc, r2.kc, r3.kc}. Each sum runs its own accumulator and is reduced by the same tree,
-// ((x0+x1)+(x2+x3)) + ((x4+x5)+(x6+x7)), so a row's score does not depend on which lane,
-// block or key group it sits in. Each query vector is loaded once for all NK keys (the
-// empty asm keeps GCC from folding it into every FMA, which made the loop load-bound).
+// r1.kc, r2.kc, r3.kc}. Each sum runs its own accumulator and is reduced by the same tree
+// (hsum4), so a row's score does not depend on which lane, block or key group it sits in.
+// Each query vector is loaded once for all NK keys (the empty asm keeps GCC from folding it
+// into every FMA, which made the loop load-bound).
 template <int NK>
 inline void dot_4rows(const float* q, int d, const float* const* k, int d8, __m128* out) {
   __m256 a[4 * NK];
@@ -117,10 +110,7 @@ inline void dot_4rows(const float* q, int d, const float* const* k, int d8, __m1
       for (int c = 0; c < NK; ++c) a[4 * c + r] = _mm256_fmadd_ps(qv, kv[c], a[4 * c + r]);
     }
   }
-  for (int c = 0; c < NK; ++c) {
-    const __m256 u = pair_sums(pair_sums(a[4 * c], a[4 * c + 1]), pair_sums(a[4 * c + 2], a[4 * c + 3]));
-    out[c] = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
-  }
+  for (int c = 0; c < NK; ++c) out[c] = simd::hsum4(a[4 * c], a[4 * c + 1], a[4 * c + 2], a[4 * c + 3]);
 }
 
 // s[j * kLanes + r] = q_r . k_j for every key of the tile (lanes >= n_rows hold junk): keys
@@ -273,10 +263,13 @@ void row_scores(const TileRows& t, int r, float* s) {
       for (__m256& v : row) v = _mm256_setzero_ps();
     for (int x = 0; x < d8; x += 8) {
       __m256 kv[N];
-      for (int c = 0; c < N; ++c) kv[c] = load8(k[j + c] + x);
+      for (int c = 0; c < N; ++c) {
+        kv[c] = load8(k[j + c] + x);
+        if constexpr (R > 1) asm("" : "+x"(kv[c]));  // one load per key, not one per row
+      }
       for (int i = 0; i < R; ++i) {
         __m256 qv = _mm256_loadu_ps(t.q + (r + i) * d + x);
-        if constexpr (R > 1) asm("" : "+x"(qv));  // one load per row, not one per FMA
+        if constexpr (R > 1) asm("" : "+x"(qv));  // one load per row, not one per key
         for (int c = 0; c < N; ++c) a[i][c] = _mm256_fmadd_ps(qv, kv[c], a[i][c]);
       }
     }
