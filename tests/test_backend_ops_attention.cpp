@@ -250,17 +250,19 @@ TEST_CASE("attention odd head sizes on float caches (head_dim not a multiple of 
 }
 
 TEST_CASE("an f16 cache gives bitwise what an f32 cache of the same values gives") {
-  // f16 rows are converted exactly, into the f32 tiles the lanes kernel reads or as the
-  // one-row kernel loads them in place, so the kernels see the f32 cache's values, in the
-  // same order, whether rows go a row at a time or in lanes.
+  // f16 rows are converted exactly, into the f32 tiles the lanes kernel reads for many rows
+  // or as the kernels load them in place (rows in their own arithmetic; lanes with one
+  // block of rows per KV head), so the kernels see the f32 cache's values, in the same
+  // order, whether rows go a row at a time or in lanes.
   check::Rng rng(23);
   struct Heads {
     int n_head, n_head_kv, head_dim;
   };
-  // a row at a time: MHA at d 128 (a MoE model's), GQA 6:3 at an odd d, MQA 3:1; lanes: 8:1
-  const Heads heads[] = {{16, 16, 128}, {6, 3, 36}, {3, 1, 64}, {8, 1, 64}};
+  // a row at a time: MHA at d 128 (a MoE model's), GQA 6:3 at an odd d, MQA 3:1; lanes: 8:1,
+  // and 8:2 at an odd d (1 and 2 tokens: one block of rows, read in place; 5: decoded)
+  const Heads heads[] = {{16, 16, 128}, {6, 3, 36}, {3, 1, 64}, {8, 1, 64}, {8, 2, 36}};
   for (const Heads& h : heads)
-    for (int64_t n_q : {1, 5}) {
+    for (int64_t n_q : {1, 2, 5}) {
       const Ring f16(rng, DType::F16, DType::F16, h.n_head_kv, h.head_dim, 300, 290, 0);
       Ring f32(rng, DType::F32, DType::F32, h.n_head_kv, h.head_dim, 300, 0, 0);
       const int64_t row = static_cast<int64_t>(h.n_head_kv) * h.head_dim, cols = static_cast<int64_t>(h.n_head) * h.head_dim;

@@ -2,8 +2,8 @@
 // integer widening, and a block of up to eight query rows against a key tile with the rows
 // as vector lanes: 4-row x 2-key register-blocked dot products for the scores, the online
 // softmax eight rows at a time (vector exp, soft-cap and visibility mask), and a 4-row x
-// 24-column (then 2-row x 32-column) blocked P.V accumulation; and one row against a tile,
-// keys in the lanes, which also reads f16 K/V rows in place.
+// 24-column (then 2-row x 32-column) blocked P.V accumulation; and rows each in its own
+// arithmetic against a tile, keys in the lanes. Both also read f16 K/V rows in place.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -97,13 +97,13 @@ const E* const* value_rows(const TileRows& t) {
 // (hsum4), so a row's score does not depend on which lane, block or key group it sits in.
 // Each query vector is loaded once for all NK keys (the empty asm keeps GCC from folding it
 // into every FMA, which made the loop load-bound).
-template <int NK>
-inline void dot_4rows(const float* q, int d, const float* const* k, int d8, __m128* out) {
+template <int NK, class E>
+inline void dot_4rows(const float* q, int d, const E* const* k, int d8, __m128* out) {
   __m256 a[4 * NK];
   for (__m256& v : a) v = _mm256_setzero_ps();
   for (int x = 0; x < d8; x += 8) {
     __m256 kv[NK];
-    for (int c = 0; c < NK; ++c) kv[c] = _mm256_loadu_ps(k[c] + x);
+    for (int c = 0; c < NK; ++c) kv[c] = load8(k[c] + x);
     for (int r = 0; r < 4; ++r) {
       __m256 qv = _mm256_loadu_ps(q + r * d + x);
       asm("" : "+x"(qv));
@@ -115,14 +115,16 @@ inline void dot_4rows(const float* q, int d, const float* const* k, int d8, __m1
 
 // s[j * kLanes + r] = q_r . k_j for every key of the tile (lanes >= n_rows hold junk): keys
 // three at a time (12 accumulators), then one or two.
+template <class E>
 void block_scores(const TileRows& t, float* s) {
+  const E* const* k = key_rows<E>(t);
   const int d = t.d, d8 = d / 8 * 8;
   const bool upper = t.n_rows > 4;
   int j = 0;
   auto keys = [&]<int NK>() {
     __m128 lo[NK], hi[NK];
-    dot_4rows<NK>(t.q, d, t.k + j, d8, lo);
-    if (upper) dot_4rows<NK>(t.q + 4 * d, d, t.k + j, d8, hi);
+    dot_4rows<NK>(t.q, d, k + j, d8, lo);
+    if (upper) dot_4rows<NK>(t.q + 4 * d, d, k + j, d8, hi);
     for (int c = 0; c < NK; ++c) {
       _mm_store_ps(s + (j + c) * kLanes, lo[c]);
       _mm_store_ps(s + (j + c) * kLanes + 4, upper ? hi[c] : _mm_setzero_ps());
@@ -135,7 +137,7 @@ void block_scores(const TileRows& t, float* s) {
   if (d8 < d)
     for (j = 0; j < t.nk; ++j)
       for (int r = 0; r < t.n_rows; ++r)
-        for (int x = d8; x < d; ++x) s[j * kLanes + r] += t.q[r * d + x] * t.k[j][x];
+        for (int x = d8; x < d; ++x) s[j * kLanes + r] += t.q[r * d + x] * elem(k[j], x);
 }
 
 // Lanes where key position kp is visible to query position qp (as key_visible): a filled
@@ -201,9 +203,10 @@ inline void block_values(const TileRows& t, const float* s, int key_stride, int 
     }
 }
 
+template <class E>
 void tile_rows(const TileRows& t) {
   alignas(32) float s[kKeyTile * kLanes];
-  block_scores(t, s);
+  block_scores<E>(t, s);
 
   // Soft-cap and mask every key's lane vector, and take the tile's max per row.
   alignas(32) int32_t q_pos[kLanes];
@@ -242,9 +245,9 @@ void tile_rows(const TileRows& t) {
   _mm256_maskstore_ps(t.m, valid, m_new);
 
   int r = 0;
-  for (; r + 4 <= t.n_rows; r += 4) block_values<float, 4>(t, s, kLanes, 1, correction, r);
-  for (; r + 2 <= t.n_rows; r += 2) block_values<float, 2>(t, s, kLanes, 1, correction, r);
-  if (r < t.n_rows) block_values<float, 1>(t, s, kLanes, 1, correction, r);
+  for (; r + 4 <= t.n_rows; r += 4) block_values<E, 4>(t, s, kLanes, 1, correction, r);
+  for (; r + 2 <= t.n_rows; r += 2) block_values<E, 2>(t, s, kLanes, 1, correction, r);
+  if (r < t.n_rows) block_values<E, 1>(t, s, kLanes, 1, correction, r);
 }
 
 // Scores of rows [r, r + R) against every key of the tile, keys in the lanes:
@@ -359,7 +362,7 @@ void tile_row(const TileRows& t) {
 }  // namespace
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{to_f32_rows, tile_rows, tile_row<float>, tile_row<uint16_t>};
+  static const Kernels k{to_f32_rows, tile_rows<float>, tile_row<float>, tile_row<uint16_t>, tile_rows<uint16_t>};
   return k;
 }
 

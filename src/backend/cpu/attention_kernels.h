@@ -30,7 +30,7 @@ struct TileRows {
   int d;
   const float* const* k;   // nk key rows of d
   const float* const* v;   // nk value rows of d
-  const uint16_t* const* k16;  // or, for tile_row_f16, nk f16 key rows of d in the cache
+  const uint16_t* const* k16;  // or, for the _f16 kernels, nk f16 key rows of d in the cache
   const uint16_t* const* v16;  // and value rows
   const int32_t* k_pos;    // nk key positions (-1: empty slot)
   int nk;                  // 1..kKeyTile
@@ -55,10 +55,11 @@ struct Kernels {
   // The same with the keys in the lanes instead, each row computed as it would be alone
   // (the rows only share loads).
   void (*tile_row)(const TileRows& t);
-  // tile_row reading f16 K/V rows in place (TileRows::k16, v16), each element converted as
-  // it is loaded: the same values in the same order as from a decoded tile, so the same
-  // bits. Null where a level has none (an f16 tile is then decoded first).
+  // tile_row and tile_rows reading f16 K/V rows in place (TileRows::k16, v16), each element
+  // converted as it is loaded: the same values in the same order as from a decoded tile, so
+  // the same bits. Null where a level has none (an f16 tile is then decoded first).
   void (*tile_row_f16)(const TileRows& t);
+  void (*tile_rows_f16)(const TileRows& t);
 };
 
 const Kernels& scalar_kernels();  // attention_scalar.cpp

@@ -51,7 +51,7 @@ void tile_rows(const TileRows& t) {
 }  // namespace
 
 const Kernels& scalar_kernels() {
-  static const Kernels k{to_f32_rows, tile_rows, tile_rows, nullptr};  // row by row either way
+  static const Kernels k{to_f32_rows, tile_rows, tile_rows, nullptr, nullptr};  // row by row either way
   return k;
 }
 
