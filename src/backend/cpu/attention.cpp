@@ -12,10 +12,11 @@
 //
 // Work items are (KV heads, query tile, key split). Prefill takes one KV head per item, so its
 // many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
-// item (up to kMaxRunElements of each row): a cache row holds every head side by side, and
-// decoding long runs reads the ring nearly sequentially, where per-head items would read it
-// in head_dim-sized strides (measured ~2x more CPU time at depth 2048); each tile asks for
-// the next tile's rows before it computes.
+// item (whole cache rows where the kernel reads them in place, else up to kMaxRunElements of
+// each): a cache row holds every head side by side, and reading long runs reads the ring
+// nearly sequentially, where per-head items would read it in head_dim-sized strides
+// (measured ~2x more CPU time at depth 2048); each tile asks for the next tile's rows before
+// it computes.
 //
 // Keys are walked in splits of kSplitTiles tiles, always the same ones: each split runs its
 // own online softmax and the splits' (m, l, acc) are folded in order (fold_split), so a
@@ -109,8 +110,11 @@ struct Plan {
   const AttentionParams* p;
   const attn::Kernels* kern;
   F32Mat out;
+  void (*tile)(const attn::TileRows& t);  // the kernel every block of rows goes through
+  bool f16_in_place;  // it reads f16 K/V rows in the cache (TileRows::k16, v16), not a decoded tile
+  bool stream_tiles;  // and decode's items read each tile's rows through front to back first (stream_tile)
   int group;          // query heads per KV head
-  int heads_kv;       // KV heads per item (1 for prefill; for decode as many as fit, fewer for a short ring)
+  int heads_kv;       // KV heads per item (1 for prefill; for decode whole rows, fewer for a short ring or to fit L2)
   int tokens;         // tokens per query tile
   int64_t n_qtiles;
   int64_t tile_origin;  // the sequence's tile number of the view's tile 0 (KVView::first_slot)
@@ -169,7 +173,7 @@ struct Scratch {
   std::vector<int32_t> q_pos;
   std::vector<const float*> k_rows, v_rows;  // head-major: [KV head][key of the tile]
   std::vector<const uint16_t*> k16_rows, v16_rows;  // the same, f16 rows in the cache (f16_in_place)
-  void reserve(int rows, int d, int heads_kv, int block) {
+  void reserve(int rows, int d, int heads_kv, int decoded_heads, int block) {
     auto grow = [](auto& b, size_t n) {
       if (b.size() < n) b.resize(n);
     };
@@ -178,8 +182,8 @@ struct Scratch {
     grow(total_acc, static_cast<size_t>(rows) * d);
     grow(total_m, static_cast<size_t>(rows));
     grow(total_l, static_cast<size_t>(rows));
-    grow(k, static_cast<size_t>(kKeyTile) * heads_kv * d);
-    grow(v, static_cast<size_t>(kKeyTile) * heads_kv * d);
+    grow(k, static_cast<size_t>(kKeyTile) * decoded_heads * d);
+    grow(v, static_cast<size_t>(kKeyTile) * decoded_heads * d);
     grow(m, static_cast<size_t>(rows + kLanes));
     grow(l, static_cast<size_t>(rows + kLanes));
     grow(q_pos, static_cast<size_t>(rows));
@@ -290,27 +294,7 @@ class ItemRun {
     tr_.d = d_;  // the fields every tile and block share; compute_tile sets the rest
     tr_.window = p_.window;
     tr_.softcap = p_.softcap;
-    // Rows as lanes of a block, or each in its own arithmetic for small groups
-    // (kMinLaneGroup); either kernel takes blocks of up to kLanes rows of one KV head.
-    const bool lanes = plan.group >= attn::kMinLaneGroup;
-    tile_ = lanes ? kern_.tile_rows : kern_.tile_row;
-    // f16 K and V are read in place, converted as they are loaded, where the level has the
-    // kernel and it pays (the values, and so the bits, are the same either way):
-    // - Rows in their own arithmetic always: each element is converted once per row in
-    //   decode (where decoding the tile first only adds a copy, written to L2 at decode's
-    //   run lengths) and once per two or four rows in prefill (measured as fast as the
-    //   decoded tile for MHA 16:16 x 128).
-    // - Rows in lanes when a KV head has one block of them (decode): each element is
-    //   converted once or twice, where the copy converts, stores and reloads it. The
-    //   kernel reads the tile head by head, a cache row apart, which streams from memory
-    //   badly, so the tile's rows are read through front to back first (stream_tile):
-    //   1.1-1.2x the copy's speed at depth 2048 for TinyLlama's and Llama 3's heads. Many
-    //   rows (prefill) reuse the decoded tile.
-    const bool f16 = kv_.k_type == DType::F16 && kv_.v_type == DType::F16;
-    f16_in_place_ = f16 && (lanes ? rows_per_kv_ <= kLanes && kern_.tile_rows_f16 : kern_.tile_row_f16 != nullptr);
-    stream_tile_ = f16_in_place_ && lanes;
-    if (f16_in_place_) tile_ = lanes ? kern_.tile_rows_f16 : kern_.tile_row_f16;
-    sc.reserve(rows_, d_, plan.heads_kv, QK8_0);
+    sc.reserve(rows_, d_, plan.heads_kv, plan.f16_in_place ? 0 : plan.heads_kv, QK8_0);
   }
 
   void run() {
@@ -390,8 +374,8 @@ class ItemRun {
     const KeyTileSpan& span = plan_.spans[kt];
     const int64_t row0 = tile_row(kt);
     const int nk = tile_keys(kt);
-    if (f16_in_place_) {
-      if (stream_tile_) stream_tile(kv_, row0, nk, head_begin_, run_);
+    if (plan_.f16_in_place) {
+      if (plan_.stream_tiles) stream_tile(kv_, row0, nk, head_begin_, run_);
       f16_rows(kv_.k, kv_.k_row_bytes, row0, nk, sc_.k16_rows.data());
       f16_rows(kv_.v, kv_.v_row_bytes, row0, nk, sc_.v16_rows.data());
     } else {
@@ -417,7 +401,7 @@ class ItemRun {
         tr_.m = sc_.m.data() + r0;
         tr_.l = sc_.l.data() + r0;
         tr_.acc = sc_.acc.data() + static_cast<size_t>(r0) * d_;
-        tile_(tr_);
+        plan_.tile(tr_);
       }
     }
   }
@@ -456,9 +440,6 @@ class ItemRun {
   int32_t q_min_ = 0, q_max_ = 0;  // of its tokens' positions
   int64_t head_begin_, run_;      // the run of each cache row it reads: first element, length
   attn::TileRows tr_{};
-  void (*tile_)(const attn::TileRows& t);
-  bool f16_in_place_;  // the kernel reads f16 K/V rows in the cache (TileRows::k16, v16)
-  bool stream_tile_;   // and the tile's rows are read through front to back first (stream_tile)
 };
 
 void run_item(Plan& plan, int64_t item, Scratch& sc) { ItemRun(plan, item, sc).run(); }
@@ -486,6 +467,33 @@ void merge_splits(ThreadPool& pool, Plan& plan) {
 
 }  // namespace
 
+// The kernel for the call's blocks of rows, and whether it reads f16 K/V in place (the
+// values, and so the bits, are the same either way):
+// - Rows as the lanes of a block when at least kMinLaneGroup query heads share a KV head,
+//   else each row in its own arithmetic, keys in the lanes; either takes blocks of up to
+//   kLanes rows of one KV head.
+// - f16 K and V are read in place, converted as they are loaded, where the level has the
+//   kernel: always for rows in their own arithmetic (each element converted once per row in
+//   decode, where decoding the tile first only adds a copy; once per two or four rows in
+//   prefill, measured as fast as the decoded tile for MHA 16:16 x 128); for lanes when a
+//   KV head has one block of rows (decode: each element converted once or twice where the
+//   copy converts, stores and reloads it). Many rows in lanes reuse the decoded tile.
+// - Kernels read a tile head by head, a cache row apart, which streams from memory badly:
+//   decode's items that read in place take whole rows and read each tile's rows through
+//   front to back first (stream_tile). At depth 2048 on Zen 3 that is 1.1-1.2x the copy
+//   for TinyLlama's and Llama 3's heads and 1.3x reading in place head by head for MHA
+//   (README, "Decode attention at depth").
+void choose_kernel(Plan& plan, const KVView& kv) {
+  const bool lanes = plan.group >= attn::kMinLaneGroup;
+  const attn::Kernels& k = *plan.kern;
+  const bool f16 = kv.k_type == DType::F16 && kv.v_type == DType::F16;
+  const int64_t rows_per_kv = std::min<int64_t>(plan.tokens, plan.q->rows) * plan.group;
+  plan.f16_in_place = f16 && (lanes ? rows_per_kv <= kLanes && k.tile_rows_f16 : k.tile_row_f16 != nullptr);
+  plan.stream_tiles = plan.f16_in_place && plan.n_qtiles == 1;
+  if (plan.f16_in_place) plan.tile = lanes ? k.tile_rows_f16 : k.tile_row_f16;
+  else plan.tile = lanes ? k.tile_rows : k.tile_row;
+}
+
 void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const KVView& kv, const AttentionParams& p,
                F32Mat out) {
   attn::check_args(q, q_pos, kv, p, out);
@@ -500,7 +508,10 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   plan.group = p.n_head / p.n_head_kv;
   plan.tokens = static_cast<int>(std::clamp<int64_t>(kQueryRows / plan.group, 1, q.rows));
   plan.n_qtiles = (q.rows + plan.tokens - 1) / plan.tokens;
-  plan.heads_kv = plan.n_qtiles == 1 ? heads_per_item(p.n_head_kv, p.head_dim) : 1;
+  choose_kernel(plan, kv);
+  // Decode's items take whole cache rows where the kernel reads them in place, else as
+  // many heads as keep the decoded tiles in L2.
+  plan.heads_kv = plan.n_qtiles > 1 ? 1 : plan.f16_in_place ? p.n_head_kv : heads_per_item(p.n_head_kv, p.head_dim);
   plan.spans.resize(static_cast<size_t>((kv.n_slots + kKeyTile - 1) / kKeyTile));
   plan.extent = 0;
   for (int64_t kt = 0; kt < static_cast<int64_t>(plan.spans.size()); ++kt) {
