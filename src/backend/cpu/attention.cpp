@@ -4,11 +4,11 @@
 // m, running sum l and unnormalised output acc per row (online softmax):
 //   m' = max(m, max_j s_j);  acc = acc * e^(m - m') + sum_j e^(s_j - m') v_j;  l likewise
 // so no score matrix larger than rows x kKeyTile ever exists. K and V tiles are decoded from
-// the cache type into a small f32 buffer (f32 caches, and f16 ones for rows that go in
-// their own arithmetic, are read in place), and the rows go through each tile in blocks of
-// eight that share a KV head, as the lanes of a vector, or each in its own arithmetic (keys
-// in the lanes) when fewer than four query heads share a KV head (attention_kernels.h):
-// either way a row's bits never depend on the other rows of the batch.
+// the cache type into a small f32 buffer (f32 caches, and f16 ones where choose_kernel says
+// so, are read in place), and the rows go through each tile in blocks of eight that share a
+// KV head, as the lanes of a vector, or each in its own arithmetic (keys in the lanes) when
+// fewer than four query heads share a KV head (attention_kernels.h): either way a row's
+// bits never depend on the other rows of the batch.
 //
 // Work items are (KV heads, query tile, key split). Prefill takes one KV head per item, so its
 // many query rows share each decoded tile. Decode (one query tile) takes several KV heads per
@@ -112,7 +112,7 @@ struct Plan {
   F32Mat out;
   void (*tile)(const attn::TileRows& t);  // the kernel every block of rows goes through
   bool f16_in_place;  // it reads f16 K/V rows in the cache (TileRows::k16, v16), not a decoded tile
-  bool stream_tiles;  // and decode's items read each tile's rows through front to back first (stream_tile)
+  bool stream_tiles;  // and decode's items take whole rows, each tile read through front to back first (stream_tile)
   int group;          // query heads per KV head
   int heads_kv;       // KV heads per item (1 for prefill; for decode whole rows, fewer for a short ring or to fit L2)
   int tokens;         // tokens per query tile
@@ -249,8 +249,8 @@ void prefetch_tile(const KVView& kv, int64_t row0, int nk, int64_t begin, int64_
 // Reads the K and V bytes of a tile's keys that an item reads ([begin, begin + n) elements
 // of each row) front to back, one load per cache line, so that they stream into the caches
 // at the memory's pace before a kernel reads them in its own order. A demand read: the
-// prefetch instructions of prefetch_tile did not bring the same gain (README, "Decode
-// attention at depth").
+// prefetch instructions of prefetch_tile did not bring the same gain (README, "Attention
+// at depth").
 void stream_tile(const KVView& kv, int64_t row0, int nk, int64_t begin, int64_t n) {
   uint64_t sum = 0;
   for (auto [base, row_bytes, type] : {std::tuple{static_cast<const uint8_t*>(kv.k), kv.k_row_bytes, kv.k_type},
@@ -465,8 +465,6 @@ void merge_splits(ThreadPool& pool, Plan& plan) {
   });
 }
 
-}  // namespace
-
 // The kernel for the call's blocks of rows, and whether it reads f16 K/V in place (the
 // values, and so the bits, are the same either way):
 // - Rows as the lanes of a block when at least kMinLaneGroup query heads share a KV head,
@@ -479,20 +477,23 @@ void merge_splits(ThreadPool& pool, Plan& plan) {
 //   KV head has one block of rows (decode: each element converted once or twice where the
 //   copy converts, stores and reloads it). Many rows in lanes reuse the decoded tile.
 // - Kernels read a tile head by head, a cache row apart, which streams from memory badly:
-//   decode's items that read in place take whole rows and read each tile's rows through
-//   front to back first (stream_tile). At depth 2048 on Zen 3 that is 1.1-1.2x the copy
-//   for TinyLlama's and Llama 3's heads and 1.3x reading in place head by head for MHA
-//   (README, "Decode attention at depth").
+//   where a KV head has one block of rows (decode) and they read in place, items take whole
+//   rows (Plan::heads_kv) and read each tile's rows through front to back first
+//   (stream_tile). At depth 2048 on Zen 3 that is 1.1-1.2x the copy for TinyLlama's and
+//   Llama 3's heads and 1.3x reading in place head by head for MHA (README, "Attention at
+//   depth").
 void choose_kernel(Plan& plan, const KVView& kv) {
   const bool lanes = plan.group >= attn::kMinLaneGroup;
   const attn::Kernels& k = *plan.kern;
   const bool f16 = kv.k_type == DType::F16 && kv.v_type == DType::F16;
-  const int64_t rows_per_kv = std::min<int64_t>(plan.tokens, plan.q->rows) * plan.group;
-  plan.f16_in_place = f16 && (lanes ? rows_per_kv <= kLanes && k.tile_rows_f16 : k.tile_row_f16 != nullptr);
-  plan.stream_tiles = plan.f16_in_place && plan.n_qtiles == 1;
+  const bool one_block = std::min<int64_t>(plan.tokens, plan.q->rows) * plan.group <= kLanes;  // per KV head
+  plan.f16_in_place = f16 && (lanes ? one_block && k.tile_rows_f16 : k.tile_row_f16 != nullptr);
+  plan.stream_tiles = plan.f16_in_place && one_block;
   if (plan.f16_in_place) plan.tile = lanes ? k.tile_rows_f16 : k.tile_row_f16;
   else plan.tile = lanes ? k.tile_rows : k.tile_row;
 }
+
+}  // namespace
 
 void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const KVView& kv, const AttentionParams& p,
                F32Mat out) {
@@ -509,9 +510,9 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   plan.tokens = static_cast<int>(std::clamp<int64_t>(kQueryRows / plan.group, 1, q.rows));
   plan.n_qtiles = (q.rows + plan.tokens - 1) / plan.tokens;
   choose_kernel(plan, kv);
-  // Decode's items take whole cache rows where the kernel reads them in place, else as
-  // many heads as keep the decoded tiles in L2.
-  plan.heads_kv = plan.n_qtiles > 1 ? 1 : plan.f16_in_place ? p.n_head_kv : heads_per_item(p.n_head_kv, p.head_dim);
+  // Decode's items take whole cache rows where they stream them, else as many heads as keep
+  // the decoded tiles (or, in place, the rows' accumulators) in L2.
+  plan.heads_kv = plan.n_qtiles > 1 ? 1 : plan.stream_tiles ? p.n_head_kv : heads_per_item(p.n_head_kv, p.head_dim);
   plan.spans.resize(static_cast<size_t>((kv.n_slots + kKeyTile - 1) / kKeyTile));
   plan.extent = 0;
   for (int64_t kt = 0; kt < static_cast<int64_t>(plan.spans.size()); ++kt) {
