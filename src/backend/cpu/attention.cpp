@@ -259,6 +259,7 @@ void stream_tile(const KVView& kv, int64_t row0, int nk, int64_t begin, int64_t 
     for (int j = 0; j < nk; ++j) {
       const uint8_t* row = base + (row0 + j) * row_bytes;
       for (size_t off = first; off < last; off += 64) sum += row[off];
+      sum += row[last - 1];  // the last line, where the run does not start on a line
     }
   }
   asm volatile("" : : "r"(sum));  // keeps the loads
