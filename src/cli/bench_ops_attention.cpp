@@ -97,8 +97,9 @@ void print_attention_table(int threads, int reps) {
                  seconds_per_call(pool, h, rings, 1, reps) * 1e6);
     }
   }
-  // Prefill through both kernels: GQA's rows in lanes, MHA's one row at a time.
-  for (const Heads& h : {shapes[0], shapes[2]}) {
+  // Prefill through both kernels: GQA's rows in lanes (groups of 8 and 4), MHA's each in
+  // its own arithmetic.
+  for (const Heads& h : shapes) {
     const Rings rings(h, 512);
     fmt::print("| {}:{} x {} | {} | prefill of 512 tokens | {:.1f} |\n", h.n_head, h.n_head_kv, h.head_dim, h.like,
                seconds_per_call(pool, h, rings, 512, std::max(3, reps / 2)) * 1e6);
