@@ -292,7 +292,7 @@ TEST_CASE("an f16 cache gives bitwise what an f32 cache of the same values gives
     }
 }
 
-// Attends a batch of queries (by default one query tile of 32 rows) to a ring filled
+// Attends a batch of queries (by default 32 rows: half a query tile) to a ring filled
 // in slot order, as the KV cache fills, then each query alone, at depths where the splits of
 // a ring filled that far change; checks the outputs are bitwise equal.
 static void check_alone_equals_batch(check::Rng& rng, int n_head, int n_head_kv, int n_q = 0) {

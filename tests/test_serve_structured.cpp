@@ -77,8 +77,9 @@ TEST_CASE("ember batch and ember run take the constraint too") {
   // A fixed seed and room to finish: with run's random default seed, one CI run's draw ended
   // at 30 tokens (31 bytes) before the closing bracket; the grammar allows runs of whitespace
   // ("[ true , false\n    ]" at temperature 3), 300 other seeds stayed within 18 bytes.
-  const ProcessResult ok = run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "--no-echo", "-n", "60", "-s", "3",
-                                      "--json-schema", R"({"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":2})"});
+  const ProcessResult ok =
+      run_ember({"run", "-t", "1", "-m", aidreams_gguf(), "-p", "The", "--no-echo", "-n", "60", "-s", "3", "--json-schema",
+                 R"({"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":2})"});
   REQUIRE_MESSAGE(ok.exit_code == 0, ok.err);
   const std::string out = ok.out.substr(0, ok.out.find_last_not_of('\n') + 1);
   CHECK(json::parse(out, "run output").is_array());

@@ -22,9 +22,9 @@
 // leave of the token budget and the pool (they never preempt anyone), as many as the
 // sequence's acceptance so far makes worth their rows, and at most kMaxVerifyRows - 1 per
 // sequence. The logits stay bitwise those of single steps, so a greedy sequence gives
-// exactly its tokens without drafting. A seeded sampled one draws
-// from the same distribution as plain sampling but consumes its random stream differently:
-// reproducible for the same requests and settings, not the same tokens as without drafts.
+// exactly its tokens without drafting. A seeded sampled one draws from the same
+// distribution as plain sampling but consumes its random stream differently: reproducible
+// for the same requests and settings, not the same tokens as without drafts.
 //
 // With a draft model (SchedulerOptions::draft, SequenceDrafting::model) the proposals come
 // from draft_batch.h instead of the lookup: after planning, one draft run catches every

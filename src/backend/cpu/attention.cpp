@@ -29,6 +29,7 @@
 // query skip the per-element mask. Paged caches (KVView::blocks) place every tile inside one
 // block, so a tile's rows stay contiguous.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -231,37 +232,44 @@ void decode_tile(const attn::Kernels& kern, DType type, const uint8_t* rows, siz
     for (int j = 0; j < nk; ++j) out[gi * kKeyTile + j] = buf + gi * head_stride + static_cast<size_t>(j) * d;
 }
 
+// The bytes of each K and V cache row that hold elements [begin, begin + n) (whole blocks
+// of a quantised type): rows row_bytes apart from base, bytes [first, last) of each.
+struct RowBytes {
+  const uint8_t* base;
+  size_t row_bytes, first, last;
+};
+std::array<RowBytes, 2> run_bytes(const KVView& kv, int64_t begin, int64_t n) {
+  auto side = [&](const void* base, size_t row_bytes, DType type) {
+    const int64_t bs = dtype_size(type).block_size;
+    return RowBytes{static_cast<const uint8_t*>(base), row_bytes, dtype_row_bytes(type, begin / bs * bs),
+                    dtype_row_bytes(type, (begin + n + bs - 1) / bs * bs)};
+  };
+  return {side(kv.k, kv.k_row_bytes, kv.k_type), side(kv.v, kv.v_row_bytes, kv.v_type)};
+}
+
 // Asks for the K and V bytes of a tile's keys that an item reads ([begin, begin + n)
 // elements of each row), so the next tile streams in while this one computes: decode reads
 // the ring cold (the weights went through the caches since the last token), and the
 // hardware prefetchers see only short strided runs.
 void prefetch_tile(const KVView& kv, int64_t row0, int nk, int64_t begin, int64_t n) {
-  for (auto [base, row_bytes, type] : {std::tuple{static_cast<const uint8_t*>(kv.k), kv.k_row_bytes, kv.k_type},
-                                       std::tuple{static_cast<const uint8_t*>(kv.v), kv.v_row_bytes, kv.v_type}}) {
-    const int64_t bs = dtype_size(type).block_size;
-    const size_t first = dtype_row_bytes(type, begin / bs * bs);
-    const size_t last = dtype_row_bytes(type, (begin + n + bs - 1) / bs * bs);
+  for (const RowBytes& r : run_bytes(kv, begin, n))
     for (int j = 0; j < nk; ++j)
-      for (size_t off = first; off < last; off += 64) __builtin_prefetch(base + (row0 + j) * row_bytes + off, 0, 3);
-  }
+      for (size_t off = r.first; off < r.last; off += 64)
+        __builtin_prefetch(r.base + (row0 + j) * r.row_bytes + off, 0, 3);
 }
 
-// Reads the K and V bytes of a tile's keys that an item reads ([begin, begin + n) elements
-// of each row) front to back, one load per cache line, so that they stream into the caches
-// at the memory's pace before a kernel reads them in its own order. A demand read: the
-// prefetch instructions of prefetch_tile did not bring the same gain (README, "Attention
-// at depth").
+// Reads the same bytes of a tile front to back, one load per cache line, so that they
+// stream into the caches at the memory's pace before a kernel reads them in its own order.
+// A demand read: the prefetch instructions of prefetch_tile did not bring the same gain
+// (README, "Attention at depth").
 void stream_tile(const KVView& kv, int64_t row0, int nk, int64_t begin, int64_t n) {
   uint64_t sum = 0;
-  for (auto [base, row_bytes, type] : {std::tuple{static_cast<const uint8_t*>(kv.k), kv.k_row_bytes, kv.k_type},
-                                       std::tuple{static_cast<const uint8_t*>(kv.v), kv.v_row_bytes, kv.v_type}}) {
-    const size_t first = dtype_row_bytes(type, begin), last = dtype_row_bytes(type, begin + n);
+  for (const RowBytes& r : run_bytes(kv, begin, n))
     for (int j = 0; j < nk; ++j) {
-      const uint8_t* row = base + (row0 + j) * row_bytes;
-      for (size_t off = first; off < last; off += 64) sum += row[off];
-      sum += row[last - 1];  // the last line, where the run does not start on a line
+      const uint8_t* row = r.base + (row0 + j) * r.row_bytes;
+      for (size_t off = r.first; off < r.last; off += 64) sum += row[off];
+      sum += row[r.last - 1];  // the last line, where the run does not start on a line
     }
-  }
   asm volatile("" : : "r"(sum));  // keeps the loads
 }
 
@@ -513,7 +521,9 @@ void attention(ThreadPool& pool, const MatView& q, const int32_t* q_pos, const K
   choose_kernel(plan, kv);
   // Decode's items take whole cache rows where they stream them, else as many heads as keep
   // the decoded tiles (or, in place, the rows' accumulators) in L2.
-  plan.heads_kv = plan.n_qtiles > 1 ? 1 : plan.stream_tiles ? p.n_head_kv : heads_per_item(p.n_head_kv, p.head_dim);
+  plan.heads_kv = plan.n_qtiles > 1  ? 1
+                  : plan.stream_tiles ? p.n_head_kv
+                                      : heads_per_item(p.n_head_kv, p.head_dim);
   plan.spans.resize(static_cast<size_t>((kv.n_slots + kKeyTile - 1) / kKeyTile));
   plan.extent = 0;
   for (int64_t kt = 0; kt < static_cast<int64_t>(plan.spans.size()); ++kt) {

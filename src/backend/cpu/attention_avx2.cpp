@@ -203,6 +203,15 @@ inline void block_values(const TileRows& t, const float* s, int key_stride, int 
     }
 }
 
+// block_values over rows [r, end): four at a time, then two, then one.
+template <class E>
+inline void rows_values(const TileRows& t, const float* s, int key_stride, int row_stride, const float* correction,
+                        int r, int end) {
+  for (; r + 4 <= end; r += 4) block_values<E, 4>(t, s, key_stride, row_stride, correction, r);
+  for (; r + 2 <= end; r += 2) block_values<E, 2>(t, s, key_stride, row_stride, correction, r);
+  if (r < end) block_values<E, 1>(t, s, key_stride, row_stride, correction, r);
+}
+
 template <class E>
 void tile_rows(const TileRows& t) {
   alignas(32) float s[kKeyTile * kLanes];
@@ -244,10 +253,7 @@ void tile_rows(const TileRows& t) {
   _mm256_maskstore_ps(t.l, valid, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(t.l), c), sum));
   _mm256_maskstore_ps(t.m, valid, m_new);
 
-  int r = 0;
-  for (; r + 4 <= t.n_rows; r += 4) block_values<E, 4>(t, s, kLanes, 1, correction, r);
-  for (; r + 2 <= t.n_rows; r += 2) block_values<E, 2>(t, s, kLanes, 1, correction, r);
-  if (r < t.n_rows) block_values<E, 1>(t, s, kLanes, 1, correction, r);
+  rows_values<E>(t, s, kLanes, 1, correction, 0, t.n_rows);
 }
 
 // Scores of rows [r, r + R) against every key of the tile, keys in the lanes:
@@ -347,15 +353,10 @@ void tile_row(const TileRows& t) {
   for (r = 0; r < t.n_rows; ++r) live[r] = row_softmax(t, r, s + r * kKeyTile, correction[r]);
   // P.V over each run of rows that have seen a key (the others stay as they are).
   for (r = 0; r < t.n_rows;) {
-    if (!live[r]) {
-      ++r;
-      continue;
-    }
     int end = r;
     while (end < t.n_rows && live[end]) ++end;
-    for (; r + 4 <= end; r += 4) block_values<E, 4>(t, s, 1, kKeyTile, correction, r);
-    for (; r + 2 <= end; r += 2) block_values<E, 2>(t, s, 1, kKeyTile, correction, r);
-    if (r < end) block_values<E, 1>(t, s, 1, kKeyTile, correction, r++);
+    rows_values<E>(t, s, 1, kKeyTile, correction, r, end);
+    r = end + 1;  // past the run and the dead row that ends it
   }
 }
 
